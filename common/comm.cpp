@@ -1,0 +1,154 @@
+#include "common/comm.h"
+
+#include <vector>
+
+#include "common/errors.h"
+
+namespace gradex {
+
+Traffic& Traffic::operator+=(const Traffic& o) {
+  bytes_sent += o.bytes_sent;
+  bytes_received += o.bytes_received;
+  messages_sent += o.messages_sent;
+  messages_received += o.messages_received;
+  return *this;
+}
+
+void Comm::check_peer(int peer, const char* what) const {
+  if (peer < 0 || peer >= size()) {
+    throw InvariantError(detail::concat("rank ", rank(), ": ", what, " to invalid peer ", peer,
+                                        " (group size ", size(), ")"));
+  }
+}
+
+Request Comm::isend(int peer, const void* data, std::size_t bytes, Tag tag) {
+  check_peer(peer, "send");
+  Request r;
+  r.state_ = start_send(peer, data, bytes, tag);
+  if (peer != rank()) {
+    traffic_.bytes_sent += bytes;
+    traffic_.messages_sent += 1;
+  }
+  return r;
+}
+
+Request Comm::irecv(int peer, void* data, std::size_t bytes, Tag tag) {
+  check_peer(peer, "receive");
+  Request r;
+  r.state_ = start_recv(peer, data, bytes, tag);
+  if (peer != rank()) {
+    traffic_.bytes_received += bytes;
+    traffic_.messages_received += 1;
+  }
+  return r;
+}
+
+Request Comm::irecv_reduce(int peer, Tensor dst, ReduceOp op, Tag tag) {
+  check_peer(peer, "receive");
+  GRADEX_ENFORCE(!dst.phantom(), "irecv_reduce needs real memory");
+  Request r;
+  r.state_ = start_recv_reduce(peer, dst, op, tag);
+  if (r.state_ == nullptr) {
+    // Generic path: land the bytes in scratch memory, combine after the wait.
+    auto scratch = std::make_shared<std::vector<std::byte>>(dst.bytes());
+    r.state_ = start_recv(peer, scratch->data(), scratch->size(), tag);
+    r.state_->keep_alive = scratch;
+    r.then_ = [scratch, dst, op] {
+      reduce_into(dst.data, scratch->data(), dst.count, dst.dtype, op);
+    };
+  }
+  if (peer != rank()) {
+    traffic_.bytes_received += dst.bytes();
+    traffic_.messages_received += 1;
+  }
+  return r;
+}
+
+void Comm::wait(Request& request) {
+  if (request.state_ == nullptr) return;
+  auto state = std::move(request.state_);
+  request.state_ = nullptr;
+  wait_state(*state);
+  if (request.then_) {
+    auto then = std::move(request.then_);
+    request.then_ = nullptr;
+    then();
+  }
+}
+
+void Comm::wait_all(std::span<Request> requests) {
+  for (Request& r : requests) wait(r);
+}
+
+void Comm::send(int peer, const void* data, std::size_t bytes, Tag tag) {
+  Request r = isend(peer, data, bytes, tag);
+  wait(r);
+}
+
+void Comm::recv(int peer, void* data, std::size_t bytes, Tag tag) {
+  Request r = irecv(peer, data, bytes, tag);
+  wait(r);
+}
+
+void Comm::barrier() {
+  const int n = size();
+  const int me = rank();
+  Tag round = 0;
+  // Round k: signal me + 2^k, hear from me - 2^k; after ceil(log2 n) rounds
+  // every endpoint has (transitively) heard from every other.
+  for (int dist = 1; dist < n; dist *= 2, ++round) {
+    Request s = isend((me + dist) % n, nullptr, 0, kReservedTagBase + round);
+    Request r = irecv((me - dist + n) % n, nullptr, 0, kReservedTagBase + round);
+    wait(r);
+    wait(s);
+  }
+}
+
+// ---- SubComm ---------------------------------------------------------------
+
+namespace {
+// Wraps a request posted on the parent group.
+struct ForwardedState final : RequestState {
+  Request inner;
+};
+}  // namespace
+
+SubComm::SubComm(Comm& parent, std::vector<int> members, std::uint32_t tag_space)
+    : parent_(parent), members_(std::move(members)), tag_base_(Tag{tag_space + 1u} << 40) {
+  GRADEX_ENFORCE_LT(tag_space, 1u << 20, "sub-group tag space too large");
+  for (std::size_t i = 0; i < members_.size(); ++i) {
+    GRADEX_ENFORCE(members_[i] >= 0 && members_[i] < parent.size(), "member ", members_[i],
+                   " outside the parent group");
+    if (members_[i] == parent.rank()) rank_ = static_cast<int>(i);
+  }
+  GRADEX_ENFORCE(rank_ >= 0, "parent rank ", parent.rank(), " is not a member of the sub-group");
+}
+
+Tag SubComm::shift(Tag tag) const { return tag_base_ + tag; }
+
+std::shared_ptr<RequestState> SubComm::start_send(int peer, const void* data, std::size_t bytes,
+                                                  Tag tag) {
+  auto s = std::make_shared<ForwardedState>();
+  s->inner = parent_.isend(parent_rank(peer), data, bytes, shift(tag));
+  return s;
+}
+
+std::shared_ptr<RequestState> SubComm::start_recv(int peer, void* data, std::size_t bytes,
+                                                  Tag tag) {
+  auto s = std::make_shared<ForwardedState>();
+  s->inner = parent_.irecv(parent_rank(peer), data, bytes, shift(tag));
+  return s;
+}
+
+std::shared_ptr<RequestState> SubComm::start_recv_reduce(int peer, Tensor dst, ReduceOp op,
+                                                         Tag tag) {
+  auto s = std::make_shared<ForwardedState>();
+  s->inner = parent_.irecv_reduce(parent_rank(peer), dst, op, shift(tag));
+  return s;
+}
+
+void SubComm::wait_state(RequestState& state) {
+  parent_.wait(static_cast<ForwardedState&>(state).inner);
+}
+
+}  // namespace gradex

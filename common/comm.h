@@ -1,0 +1,151 @@
+// The point-to-point interface every transport offers, and that every scheme
+// is written against: tagged non-blocking sends and receives within one
+// group of endpoints, waits that time out, and per-endpoint traffic counts.
+//
+// Matching: a receive from peer p with tag t matches the oldest unmatched
+// send from p to this endpoint with tag t (MPI's non-overtaking rule). The
+// sizes must agree exactly. Buffers belong to the transport from the post
+// until wait() returns: a send buffer must not be written, a receive buffer
+// must not be read, and two outstanding receives must not target
+// overlapping memory.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/dtype.h"
+#include "common/reduce.h"
+
+namespace gradex {
+
+using Tag = std::uint64_t;
+
+// Tags at or above this value are reserved for gradex's own protocol
+// messages (barriers); sub-groups shift user tags below it.
+inline constexpr Tag kReservedTagBase = Tag{1} << 62;
+
+// Bytes and messages one endpoint moved over links (messages to itself are
+// local copies and are not counted).
+struct Traffic {
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t bytes_received = 0;
+  std::uint64_t messages_sent = 0;
+  std::uint64_t messages_received = 0;
+
+  Traffic& operator+=(const Traffic& o);
+  bool operator==(const Traffic&) const = default;
+};
+
+// Transport-defined state of one posted operation.
+class RequestState {
+ public:
+  virtual ~RequestState() = default;
+  // Memory the operation writes into that nobody else owns (scratch for a
+  // non-fused receive-reduce): it lives as long as the operation does, even
+  // if the waiting rank unwinds early.
+  std::shared_ptr<void> keep_alive;
+};
+
+// A handle on a posted send or receive; complete it with Comm::wait.
+class Request {
+ public:
+  Request() = default;
+  bool pending() const { return state_ != nullptr; }
+
+ private:
+  friend class Comm;
+  std::shared_ptr<RequestState> state_;
+  std::function<void()> then_;  // runs in wait(), after the transfer completed
+};
+
+class Comm {
+ public:
+  virtual ~Comm() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual Clock& clock() = 0;
+  // How long any single wait may block before it throws TimeoutError.
+  virtual std::chrono::milliseconds timeout() const = 0;
+
+  Request isend(int peer, const void* data, std::size_t bytes, Tag tag);
+  Request irecv(int peer, void* data, std::size_t bytes, Tag tag);
+  // Receives dst.count elements from `peer` and combines them into dst
+  // (dst = dst op incoming). Transports that can read the sender's memory
+  // fuse the copy and the reduction into one pass.
+  Request irecv_reduce(int peer, Tensor dst, ReduceOp op, Tag tag);
+
+  // Blocks until the request completes; throws TimeoutError or
+  // PeerLostError. A completed (or never-posted) request is a no-op.
+  void wait(Request& request);
+  void wait_all(std::span<Request> requests);
+
+  void send(int peer, const void* data, std::size_t bytes, Tag tag);
+  void recv(int peer, void* data, std::size_t bytes, Tag tag);
+  // Every endpoint of the group enters before any leaves (dissemination
+  // barrier over zero-byte messages on reserved tags).
+  void barrier();
+
+  const Traffic& traffic() const { return traffic_; }
+  void reset_traffic() { traffic_ = {}; }
+
+ protected:
+  virtual std::shared_ptr<RequestState> start_send(int peer, const void* data,
+                                                   std::size_t bytes, Tag tag) = 0;
+  virtual std::shared_ptr<RequestState> start_recv(int peer, void* data, std::size_t bytes,
+                                                   Tag tag) = 0;
+  // Fused receive-and-reduce; transports that cannot fuse return nullptr and
+  // the base class receives into scratch memory and reduces in wait().
+  virtual std::shared_ptr<RequestState> start_recv_reduce(int /*peer*/, Tensor /*dst*/,
+                                                          ReduceOp /*op*/, Tag /*tag*/) {
+    return nullptr;
+  }
+  virtual void wait_state(RequestState& state) = 0;
+  void check_peer(int peer, const char* what) const;
+
+ private:
+  Traffic traffic_;
+};
+
+// A view of some endpoints of a parent group as a group of their own: rank i
+// here is parent rank members[i]. Tags are shifted into a private range so
+// traffic of different sub-groups (and of the parent) never matches.
+// Traffic is counted by the parent only.
+class SubComm final : public Comm {
+ public:
+  // `tag_space` identifies this sub-group among those built concurrently
+  // from the same parent (e.g. the node index); it must be < 2^20.
+  SubComm(Comm& parent, std::vector<int> members, std::uint32_t tag_space);
+
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(members_.size()); }
+  Clock& clock() override { return parent_.clock(); }
+  std::chrono::milliseconds timeout() const override { return parent_.timeout(); }
+  int parent_rank(int rank) const { return members_.at(static_cast<std::size_t>(rank)); }
+
+ protected:
+  std::shared_ptr<RequestState> start_send(int peer, const void* data, std::size_t bytes,
+                                           Tag tag) override;
+  std::shared_ptr<RequestState> start_recv(int peer, void* data, std::size_t bytes,
+                                           Tag tag) override;
+  std::shared_ptr<RequestState> start_recv_reduce(int peer, Tensor dst, ReduceOp op,
+                                                  Tag tag) override;
+  void wait_state(RequestState& state) override;
+
+ private:
+  Tag shift(Tag tag) const;
+
+  Comm& parent_;
+  std::vector<int> members_;
+  int rank_ = -1;
+  Tag tag_base_;
+};
+
+}  // namespace gradex

@@ -1,0 +1,165 @@
+#include "common/reduce.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "common/errors.h"
+
+namespace gradex {
+
+std::string_view reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return "sum";
+    case ReduceOp::avg: return "avg";
+    case ReduceOp::min: return "min";
+    case ReduceOp::max: return "max";
+  }
+  GRADEX_ENFORCE(false, "unknown op ", static_cast<int>(op));
+}
+
+ReduceOp parse_reduce_op(std::string_view text, const std::string& field) {
+  for (ReduceOp op : kAllReduceOps) {
+    if (text == reduce_op_name(op)) return op;
+  }
+  if (text == "prod") {
+    throw ConfigError(field, "op 'prod' is not supported (expected sum, avg, min or max)");
+  }
+  throw ConfigError(field, "unknown op '" + std::string(text) + "' (expected sum, avg, min or max)");
+}
+
+ReduceOp combining_op(ReduceOp op) { return op == ReduceOp::avg ? ReduceOp::sum : op; }
+
+namespace {
+
+struct Sum {
+  template <typename T>
+  static T apply(T a, T b) { return a + b; }
+};
+struct Min {
+  template <typename T>
+  static T apply(T a, T b) { return std::min(a, b); }
+};
+struct Max {
+  template <typename T>
+  static T apply(T a, T b) { return std::max(a, b); }
+};
+
+// Native types: a plain loop the compiler vectorises.
+template <typename T, typename Op>
+void pair_native(void* out, const void* a, const void* b, std::size_t n) {
+  auto* o = static_cast<T*>(out);
+  const auto* x = static_cast<const T*>(a);
+  const auto* y = static_cast<const T*>(b);
+  for (std::size_t i = 0; i < n; ++i) o[i] = Op::apply(x[i], y[i]);
+}
+
+template <typename T, typename Op>
+void into_native(void* dst, const void* src, std::size_t n) {
+  T* __restrict d = static_cast<T*>(dst);
+  const T* __restrict s = static_cast<const T*>(src);
+  for (std::size_t i = 0; i < n; ++i) d[i] = Op::apply(d[i], s[i]);
+}
+
+// 16-bit floats: widen a block to float, combine, narrow (one rounding per
+// combination, as a GPU kernel accumulating in the storage type would).
+template <float (*Widen)(std::uint16_t), std::uint16_t (*Narrow)(float), typename Op>
+void pair_16(void* out, const void* a, const void* b, std::size_t n) {
+  auto* o = static_cast<std::uint16_t*>(out);
+  const auto* x = static_cast<const std::uint16_t*>(a);
+  const auto* y = static_cast<const std::uint16_t*>(b);
+  for (std::size_t i = 0; i < n; ++i) o[i] = Narrow(Op::apply(Widen(x[i]), Widen(y[i])));
+}
+
+using PairKernel = void (*)(void*, const void*, const void*, std::size_t);
+using IntoKernel = void (*)(void*, const void*, std::size_t);
+
+template <typename Op>
+PairKernel pair_kernel(DType t) {
+  switch (t) {
+    case DType::f32: return pair_native<float, Op>;
+    case DType::f64: return pair_native<double, Op>;
+    case DType::i32: return pair_native<std::int32_t, Op>;
+    case DType::f16: return pair_16<half_to_float, float_to_half, Op>;
+    case DType::bf16: return pair_16<bf16_to_float, float_to_bf16, Op>;
+  }
+  GRADEX_ENFORCE(false, "unknown dtype");
+}
+
+template <typename Op>
+IntoKernel into_kernel(DType t) {
+  switch (t) {
+    case DType::f32: return into_native<float, Op>;
+    case DType::f64: return into_native<double, Op>;
+    case DType::i32: return into_native<std::int32_t, Op>;
+    default: return nullptr;  // 16-bit types go through pair kernels
+  }
+}
+
+PairKernel select_pair(DType t, ReduceOp op) {
+  switch (combining_op(op)) {
+    case ReduceOp::sum: return pair_kernel<Sum>(t);
+    case ReduceOp::min: return pair_kernel<Min>(t);
+    case ReduceOp::max: return pair_kernel<Max>(t);
+    case ReduceOp::avg: break;
+  }
+  GRADEX_ENFORCE(false, "unreachable");
+}
+
+IntoKernel select_into(DType t, ReduceOp op) {
+  switch (combining_op(op)) {
+    case ReduceOp::sum: return into_kernel<Sum>(t);
+    case ReduceOp::min: return into_kernel<Min>(t);
+    case ReduceOp::max: return into_kernel<Max>(t);
+    case ReduceOp::avg: break;
+  }
+  GRADEX_ENFORCE(false, "unreachable");
+}
+
+}  // namespace
+
+void reduce_into(void* dst, const void* src, std::size_t count, DType dtype, ReduceOp op) {
+  if (count == 0) return;
+  if (IntoKernel k = select_into(dtype, op)) {
+    k(dst, src, count);
+  } else {
+    select_pair(dtype, op)(dst, dst, src, count);
+  }
+}
+
+void reduce_pair(void* out, const void* a, const void* b, std::size_t count, DType dtype,
+                 ReduceOp op) {
+  if (count == 0) return;
+  select_pair(dtype, op)(out, a, b, count);
+}
+
+void finish_reduce(Tensor data, ReduceOp op, int contributors) {
+  if (op != ReduceOp::avg || contributors <= 1 || data.count == 0 || data.data == nullptr) return;
+  switch (data.dtype) {
+    case DType::f32: {
+      auto* p = static_cast<float*>(data.data);
+      const float inv = 1.0f / static_cast<float>(contributors);
+      for (std::size_t i = 0; i < data.count; ++i) p[i] *= inv;
+      return;
+    }
+    case DType::f64: {
+      auto* p = static_cast<double*>(data.data);
+      const double inv = 1.0 / contributors;
+      for (std::size_t i = 0; i < data.count; ++i) p[i] *= inv;
+      return;
+    }
+    case DType::i32: {
+      auto* p = static_cast<std::int32_t*>(data.data);
+      for (std::size_t i = 0; i < data.count; ++i) p[i] /= contributors;
+      return;
+    }
+    case DType::f16:
+    case DType::bf16:
+      for (std::size_t i = 0; i < data.count; ++i) {
+        store_element(data, i, static_cast<float>(load_element(data, i)) / contributors);
+      }
+      return;
+  }
+}
+
+}  // namespace gradex

@@ -1,0 +1,70 @@
+// What a gradient-exchange scheme is to the rest of gradex: code that runs
+// on every endpoint of a group and leaves every worker with op(inputs), plus
+// the model that says what it should cost (bus-bandwidth factor, traffic per
+// endpoint), declared next to the code (nccl-tests' plug-in contract).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "common/comm.h"
+#include "common/dtype.h"
+#include "common/reduce.h"
+
+namespace gradex {
+
+enum class ServerPlacement { dedicated, colocated };
+
+// Everything a scenario can say about how a scheme runs.
+struct SchemeOptions {
+  int workers = 1;
+  // Pipelining granularity: messages are cut into segments of at most this
+  // many bytes so that forwarding overlaps receiving.
+  std::size_t segment_bytes = std::size_t{1} << 20;
+  // Hierarchical: ranks per node and the algorithms of its phases.
+  int ranks_per_node = 1;
+  std::string inter_algorithm = "ring";
+  // Parameter server.
+  int servers = 1;
+  ServerPlacement placement = ServerPlacement::dedicated;
+};
+
+class Scheme {
+ public:
+  explicit Scheme(SchemeOptions options) : options_(std::move(options)) {}
+  virtual ~Scheme() = default;
+
+  const SchemeOptions& options() const { return options_; }
+  int workers() const { return options_.workers; }
+  // Endpoints the scheme runs on: the workers (ranks 0..workers-1) plus any
+  // dedicated server endpoints after them.
+  virtual int endpoints() const { return options_.workers; }
+
+  // Runs on every endpoint of `comm` (comm.size() == endpoints()). Workers
+  // pass their input and end with op over all workers' inputs, in place;
+  // dedicated servers pass a phantom tensor with the same count and dtype.
+  virtual void allreduce(Comm& comm, Tensor data, ReduceOp op) = 0;
+
+  // nccl-tests' bus-bandwidth factor: busbw = algbw * factor. Every scheme
+  // reports the all-reduce factor 2(n-1)/n so that they are comparable.
+  virtual double bus_factor() const;
+  // The link traffic `endpoint` must see for one all-reduce of `count`
+  // elements of `dtype`; the runner and the tests compare it with the count.
+  virtual Traffic expected_traffic(int endpoint, std::size_t count, DType dtype) const = 0;
+
+ private:
+  SchemeOptions options_;
+};
+
+// Splits `count` elements into `parts` contiguous blocks whose sizes differ
+// by at most one (the first count % parts blocks get the extra element).
+struct BlockSplit {
+  std::size_t count;
+  std::size_t parts;
+  std::size_t size(std::size_t i) const { return count / parts + (i < count % parts ? 1 : 0); }
+  std::size_t offset(std::size_t i) const {
+    return i * (count / parts) + (i < count % parts ? i : count % parts);
+  }
+};
+
+}  // namespace gradex

@@ -1,0 +1,73 @@
+#include "common/topology.h"
+
+#include <algorithm>
+#include <set>
+
+#include "common/errors.h"
+
+namespace gradex {
+
+int Topology::nodes() const {
+  return static_cast<int>(std::set<int>(node_of.begin(), node_of.end()).size());
+}
+
+double Topology::egress_capacity() const {
+  if (!shaped()) return 0;
+  std::vector<int> per_node;
+  for (int n : node_of) {
+    if (n >= static_cast<int>(per_node.size())) per_node.resize(static_cast<std::size_t>(n) + 1);
+    per_node[static_cast<std::size_t>(n)]++;
+  }
+  double total = 0;
+  const bool multi_node = nodes() > 1;
+  for (int count : per_node) {
+    if (count == 0) continue;
+    if (count > 1) total += count * intra.bytes_per_second;
+    if (multi_node) total += (nic_per_node ? 1 : count) * inter.bytes_per_second;
+  }
+  return total;
+}
+
+Topology Topology::grouped(int workers, int per_node, int servers, LinkSpec intra,
+                           LinkSpec inter, bool nic_per_node) {
+  GRADEX_ENFORCE(workers >= 0 && servers >= 0 && per_node >= 1, "bad topology shape");
+  Topology t;
+  t.intra = intra;
+  t.inter = inter;
+  t.nic_per_node = nic_per_node;
+  for (int w = 0; w < workers; ++w) t.node_of.push_back(w / per_node);
+  const int first_server_node = (workers + per_node - 1) / per_node;
+  for (int s = 0; s < servers; ++s) t.node_of.push_back(first_server_node + s);
+  return t;
+}
+
+LinkShaper::LinkShaper(Topology topology)
+    : topology_(std::move(topology)),
+      intra_ports_(static_cast<std::size_t>(topology_.endpoints())),
+      inter_ports_(static_cast<std::size_t>(
+          topology_.nic_per_node
+              ? (topology_.node_of.empty()
+                     ? 0
+                     : *std::max_element(topology_.node_of.begin(), topology_.node_of.end()) + 1)
+              : topology_.endpoints())) {}
+
+LinkShaper::Port& LinkShaper::inter_port(int endpoint) {
+  const int index = topology_.nic_per_node ? topology_.node_of.at(endpoint) : endpoint;
+  return inter_ports_[static_cast<std::size_t>(index)];
+}
+
+LinkShaper::Timing LinkShaper::reserve(int src, int dst, std::size_t bytes, double now) {
+  const bool local = topology_.same_node(src, dst);
+  const LinkSpec& spec = local ? topology_.intra : topology_.inter;
+  if (src == dst || spec.unlimited()) return {now, now + (src == dst ? 0 : spec.latency_seconds)};
+  std::lock_guard lock(mutex_);
+  Port& out = local ? intra_port(src) : inter_port(src);
+  Port& in = local ? intra_port(dst) : inter_port(dst);
+  const double start = std::max({now, out.egress_free, in.ingress_free});
+  const double done = start + static_cast<double>(bytes) / spec.bytes_per_second;
+  out.egress_free = done;
+  in.ingress_free = done;
+  return {done, done + spec.latency_seconds};
+}
+
+}  // namespace gradex

@@ -1,0 +1,72 @@
+// Where endpoints sit and what links join them: the NIC model of DESIGN.md.
+//
+// Each endpoint has full-duplex ports (an egress and an ingress). Endpoints
+// of one node talk over the intra-node fabric (think NVLink); endpoints of
+// different nodes over inter-node NICs (think Ethernet or InfiniBand), one
+// per endpoint or one shared by the whole node. A message occupies the
+// sender's egress port and the receiver's ingress port for bytes/rate
+// seconds, starting when both are free, then pays the link latency.
+#pragma once
+
+#include <cstddef>
+#include <mutex>
+#include <vector>
+
+namespace gradex {
+
+struct LinkSpec {
+  double bytes_per_second = 0;  // 0 means unlimited (no shaping)
+  double latency_seconds = 0;
+  bool unlimited() const { return bytes_per_second <= 0; }
+};
+
+struct Topology {
+  std::vector<int> node_of;  // node index of each endpoint
+  LinkSpec intra;            // between endpoints of one node
+  LinkSpec inter;            // between nodes
+  bool nic_per_node = false; // inter-node NIC shared by the node's endpoints
+
+  int endpoints() const { return static_cast<int>(node_of.size()); }
+  int nodes() const;
+  bool same_node(int a, int b) const { return node_of.at(a) == node_of.at(b); }
+  const LinkSpec& link(int a, int b) const { return same_node(a, b) ? intra : inter; }
+  bool shaped() const { return !intra.unlimited() || !inter.unlimited(); }
+  // Sum of egress rates of every port that can carry traffic (intra ports
+  // on nodes of two or more endpoints, inter ports when there are two or
+  // more nodes): the denominator of utilisation. 0 when unshaped.
+  double egress_capacity() const;
+
+  // `workers` endpoints in nodes of `per_node`, then `servers` endpoints on
+  // dedicated machines of their own (one node each).
+  static Topology grouped(int workers, int per_node, int servers, LinkSpec intra, LinkSpec inter,
+                          bool nic_per_node = false);
+};
+
+// Reserves port time for messages under the model above; thread-safe.
+class LinkShaper {
+ public:
+  explicit LinkShaper(Topology topology);
+
+  struct Timing {
+    double sender_free;  // the send completes (egress done)
+    double arrival;      // the receive completes
+  };
+  // A message of `bytes` posted at `now` from src to dst.
+  Timing reserve(int src, int dst, std::size_t bytes, double now);
+  const Topology& topology() const { return topology_; }
+
+ private:
+  struct Port {
+    double egress_free = 0;
+    double ingress_free = 0;
+  };
+  Port& intra_port(int endpoint) { return intra_ports_[static_cast<std::size_t>(endpoint)]; }
+  Port& inter_port(int endpoint);
+
+  Topology topology_;
+  std::mutex mutex_;
+  std::vector<Port> intra_ports_;
+  std::vector<Port> inter_ports_;  // per endpoint, or per node when shared
+};
+
+}  // namespace gradex

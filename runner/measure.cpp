@@ -1,0 +1,71 @@
+#include "runner/measure.h"
+
+#include <algorithm>
+#include <mutex>
+
+#include "common/errors.h"
+#include "common/verify.h"
+
+namespace gradex {
+
+double Measurement::median() const {
+  if (seconds.empty()) return 0;
+  std::vector<double> s = seconds;
+  std::sort(s.begin(), s.end());
+  const std::size_t n = s.size();
+  return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+double Measurement::min() const {
+  return seconds.empty() ? 0 : *std::min_element(seconds.begin(), seconds.end());
+}
+
+double Measurement::max() const {
+  return seconds.empty() ? 0 : *std::max_element(seconds.begin(), seconds.end());
+}
+
+Measurement measure(Scheme& scheme, const MeasureRequest& request) {
+  const int endpoints = scheme.endpoints();
+  const int workers = scheme.workers();
+  GRADEX_ENFORCE(request.iters >= 1 && request.warmup_iters >= 0, "bad iteration counts");
+  InprocWorld world(endpoints, request.transport);
+
+  Measurement m;
+  m.seconds.assign(static_cast<std::size_t>(request.iters), 0.0);
+  m.traffic.resize(static_cast<std::size_t>(endpoints));
+  std::mutex merge;
+
+  run_ranks(world, [&](Comm& comm) {
+    const int r = comm.rank();
+    const bool is_worker = r < workers;
+    // Each rank allocates (and first touches) its own buffer, as a separate
+    // process or device would.
+    std::vector<std::byte> storage(is_worker ? request.count * dtype_size(request.dtype) : 0);
+    Tensor data{is_worker ? storage.data() : nullptr, request.count, request.dtype};
+    std::vector<double> mine(static_cast<std::size_t>(request.iters));
+    std::size_t wrong = 0;
+    Traffic last;
+    for (int it = -request.warmup_iters; it < request.iters; ++it) {
+      if (is_worker) fill_input(data, r);
+      comm.barrier();
+      comm.reset_traffic();
+      const double t0 = comm.clock().now();
+      scheme.allreduce(comm, data, request.op);
+      const double t1 = comm.clock().now();
+      last = comm.traffic();
+      if (it >= 0) {
+        mine[static_cast<std::size_t>(it)] = t1 - t0;
+        if (is_worker) wrong += count_wrong(data, workers, request.op);
+      }
+    }
+    std::lock_guard lock(merge);
+    m.traffic[static_cast<std::size_t>(r)] = last;
+    m.wrong += wrong;
+    if (is_worker) {
+      for (std::size_t i = 0; i < mine.size(); ++i) m.seconds[i] = std::max(m.seconds[i], mine[i]);
+    }
+  });
+  return m;
+}
+
+}  // namespace gradex

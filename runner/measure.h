@@ -1,0 +1,40 @@
+// Timing one scheme at one message size on in-process ranks: warm-up, timed
+// iterations, a correctness check of every iteration, and the link traffic
+// each endpoint really moved.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "common/comm.h"
+#include "common/inproc/world.h"
+#include "common/scheme.h"
+
+namespace gradex {
+
+struct MeasureRequest {
+  std::size_t count = 0;
+  DType dtype = DType::f32;
+  ReduceOp op = ReduceOp::sum;
+  int warmup_iters = 1;
+  int iters = 5;
+  InprocOptions transport;
+};
+
+struct Measurement {
+  // Per timed iteration: the slowest worker's time from the barrier to the
+  // end of its all-reduce.
+  std::vector<double> seconds;
+  // Wrong elements summed over workers and timed iterations.
+  std::size_t wrong = 0;
+  // Link traffic of each endpoint in the last timed iteration.
+  std::vector<Traffic> traffic;
+
+  double median() const;
+  double min() const;
+  double max() const;
+};
+
+Measurement measure(Scheme& scheme, const MeasureRequest& request);
+
+}  // namespace gradex

@@ -1,0 +1,29 @@
+// The one list of named schemes. The CLI, the tests and the benchmarks all
+// iterate it, so a scheme is run, tested and benchmarked by being added here
+// (Horovod's operation manager, as a plain ordered list).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/scheme.h"
+
+namespace gradex {
+
+struct SchemeEntry {
+  std::string name;
+  std::string summary;
+  // Builds the scheme; an entry may fix options (a preset such as
+  // dp_master pins one server co-located on worker 0).
+  std::function<std::unique_ptr<Scheme>(const SchemeOptions&)> make;
+};
+
+const std::vector<SchemeEntry>& scheme_registry();
+// Throws ConfigError naming `field` and listing the known names.
+const SchemeEntry& find_scheme(std::string_view name, const std::string& field = "scheme");
+std::unique_ptr<Scheme> make_scheme(std::string_view name, const SchemeOptions& options);
+
+}  // namespace gradex

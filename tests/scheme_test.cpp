@@ -1,0 +1,113 @@
+// Every registered scheme against the closed-form reference, over world
+// sizes, element counts (0, 1, odd, not divisible by n, ~4 MiB), dtypes and
+// ops; and its counted link traffic against the traffic it declares.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <tuple>
+
+#include "runner/measure.h"
+#include "schemes/registry.h"
+
+namespace gradex {
+namespace {
+
+// Options that make every scheme valid at world size n: hierarchical needs
+// nodes that divide n (the largest divisor <= 4 that leaves >= 2 nodes, if
+// any), the PS gets two servers when there are enough workers.
+SchemeOptions options_for(int n) {
+  SchemeOptions o;
+  o.workers = n;
+  o.segment_bytes = 64 * 1024;  // several segments per block at the larger counts
+  o.ranks_per_node = 1;
+  for (int g = 4; g >= 2; --g) {
+    if (n % g == 0 && n / g >= 2) {
+      o.ranks_per_node = g;
+      break;
+    }
+  }
+  o.servers = n >= 4 ? 2 : 1;
+  return o;
+}
+
+Measurement run(const std::string& name, int n, std::size_t count, DType dtype, ReduceOp op) {
+  auto scheme = make_scheme(name, options_for(n));
+  MeasureRequest req;
+  req.count = count;
+  req.dtype = dtype;
+  req.op = op;
+  req.warmup_iters = 1;
+  req.iters = 2;
+  req.transport.timeout = std::chrono::milliseconds(60'000);
+  return measure(*scheme, req);
+}
+
+std::vector<std::string> scheme_names() {
+  std::vector<std::string> names;
+  for (const auto& e : scheme_registry()) names.push_back(e.name);
+  return names;
+}
+
+// ---- world size x element count, f32 sum ------------------------------------
+
+class SchemeSizes : public ::testing::TestWithParam<std::tuple<std::string, int, std::size_t>> {};
+
+TEST_P(SchemeSizes, MatchesReferenceAndDeclaredTraffic) {
+  const auto& [name, n, count_param] = GetParam();
+  // count_param == 0 stands for "n*k + 3" sizes marked below.
+  const std::size_t count = count_param == static_cast<std::size_t>(-1) ? n * 37 + 3 : count_param;
+  const Measurement m = run(name, n, count, DType::f32, ReduceOp::sum);
+  EXPECT_EQ(m.wrong, 0u);
+  auto scheme = make_scheme(name, options_for(n));
+  ASSERT_EQ(static_cast<int>(m.traffic.size()), scheme->endpoints());
+  for (int e = 0; e < scheme->endpoints(); ++e) {
+    const Traffic want = scheme->expected_traffic(e, count, DType::f32);
+    EXPECT_EQ(m.traffic[e].bytes_sent, want.bytes_sent) << "endpoint " << e;
+    EXPECT_EQ(m.traffic[e].bytes_received, want.bytes_received) << "endpoint " << e;
+    EXPECT_EQ(m.traffic[e].messages_sent, want.messages_sent) << "endpoint " << e;
+    EXPECT_EQ(m.traffic[e].messages_received, want.messages_received) << "endpoint " << e;
+  }
+}
+
+std::string sizes_name(const ::testing::TestParamInfo<SchemeSizes::ParamType>& info) {
+  const auto& [name, n, count] = info.param;
+  const std::string c = count == static_cast<std::size_t>(-1) ? "nk3" : std::to_string(count);
+  return name + "_n" + std::to_string(n) + "_c" + c;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllSchemes, SchemeSizes,
+    ::testing::Combine(::testing::ValuesIn(scheme_names()),
+                       ::testing::Values(1, 2, 3, 4, 5, 7, 8, 16),
+                       ::testing::Values(std::size_t{0}, std::size_t{1}, std::size_t{7},
+                                         std::size_t{1000}, static_cast<std::size_t>(-1),
+                                         std::size_t{1} << 20)),
+    sizes_name);
+
+// ---- dtype x op at a few shapes ------------------------------------------------
+
+class SchemeTypes
+    : public ::testing::TestWithParam<std::tuple<std::string, int, DType, ReduceOp>> {};
+
+TEST_P(SchemeTypes, MatchesReference) {
+  const auto& [name, n, dtype, op] = GetParam();
+  for (std::size_t count : {std::size_t{1}, std::size_t{1001}, std::size_t{70'003}}) {
+    EXPECT_EQ(run(name, n, count, dtype, op).wrong, 0u) << "count " << count;
+  }
+}
+
+std::string types_name(const ::testing::TestParamInfo<SchemeTypes::ParamType>& info) {
+  const auto& [name, n, dtype, op] = info.param;
+  return name + "_n" + std::to_string(n) + "_" + std::string(dtype_name(dtype)) + "_" +
+         std::string(reduce_op_name(op));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllSchemes, SchemeTypes,
+                         ::testing::Combine(::testing::ValuesIn(scheme_names()),
+                                            ::testing::Values(3, 8),
+                                            ::testing::ValuesIn(kAllDTypes),
+                                            ::testing::ValuesIn(kAllReduceOps)),
+                         types_name);
+
+}  // namespace
+}  // namespace gradex
