@@ -37,12 +37,16 @@ class PeerLostError : public Error {
 // flag name, so the message can say exactly what to fix.
 class ConfigError : public Error {
  public:
-  ConfigError(std::string field, const std::string& what)
-      : Error(field.empty() ? what : field + ": " + what), field_(std::move(field)) {}
+  ConfigError(std::string field, std::string reason)
+      : Error(field.empty() ? reason : field + ": " + reason),
+        field_(std::move(field)),
+        reason_(std::move(reason)) {}
   const std::string& field() const { return field_; }
+  const std::string& reason() const { return reason_; }
 
  private:
   std::string field_;
+  std::string reason_;
 };
 
 // A broken invariant inside gradex (a bug, not bad input).

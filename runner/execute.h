@@ -1,0 +1,41 @@
+// Running a plan: every run at every size, measured and checked.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/comm.h"
+#include "runner/plan.h"
+
+namespace gradex {
+
+struct ResultRow {
+  std::string scheme;
+  int workers = 0;
+  int endpoints = 0;
+  std::size_t bytes = 0;
+  std::size_t count = 0;
+  DType dtype = DType::f32;
+  ReduceOp op = ReduceOp::sum;
+  double time = 0;  // median seconds over timed iterations
+  double time_min = 0;
+  double time_max = 0;
+  double algbw = 0;  // bytes / time
+  double busbw = 0;  // algbw * the scheme's bus factor
+  std::size_t wrong = 0;
+  // Link bytes sent by all endpoints / (summed egress capacity x time);
+  // negative when the network is unshaped (no capacity to compare with).
+  double utilisation = -1;
+  std::uint64_t link_bytes = 0;           // counted, all endpoints, one iteration
+  std::uint64_t expected_link_bytes = 0;  // declared by the scheme
+  std::vector<Traffic> traffic;           // counted, per endpoint
+  bool traffic_matches = true;            // counted == declared, per endpoint
+};
+
+// Calls `on_row` as each row completes (for live tables) and returns all.
+std::vector<ResultRow> execute_plan(const RunPlan& plan,
+                                    const std::function<void(const PlannedRun&, const ResultRow&)>& on_row);
+
+}  // namespace gradex

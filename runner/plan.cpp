@@ -1,0 +1,39 @@
+#include "runner/plan.h"
+
+#include "common/errors.h"
+#include "schemes/registry.h"
+
+namespace gradex {
+
+RunPlan plan_runs(Scenario scenario) {
+  RunPlan plan;
+  std::vector<std::string> names = scenario.schemes;
+  if (scenario.all_schemes) {
+    names.clear();
+    for (const SchemeEntry& e : scheme_registry()) names.push_back(e.name);
+  }
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    find_scheme(names[i], "/schemes/" + std::to_string(i));  // throws on unknown names
+  }
+  for (int workers : scenario.workers) {
+    for (const std::string& name : names) {
+      const SchemeEntry& entry = find_scheme(name);
+      PlannedRun run;
+      run.scheme = name;
+      run.summary = entry.summary;
+      run.workers = workers;
+      try {
+        run.instance = entry.make(scheme_options(scenario, workers));
+      } catch (const ConfigError& e) {
+        throw ConfigError("/" + e.field(),
+                          "with " + std::to_string(workers) + " workers, scheme '" + name +
+                              "': " + e.reason());
+      }
+      plan.runs.push_back(std::move(run));
+    }
+  }
+  plan.scenario = std::move(scenario);
+  return plan;
+}
+
+}  // namespace gradex

@@ -1,0 +1,30 @@
+// Turning a scenario into the list of runs it asks for, validating
+// everything (scheme names, options against world sizes) before anything
+// runs, so bad input fails before any output exists.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/scenario.h"
+#include "common/scheme.h"
+
+namespace gradex {
+
+struct PlannedRun {
+  std::string scheme;
+  std::string summary;
+  int workers = 0;
+  std::unique_ptr<Scheme> instance;
+};
+
+struct RunPlan {
+  Scenario scenario;
+  std::vector<PlannedRun> runs;  // workers-major, then schemes in scenario order
+};
+
+// Throws ConfigError naming the scenario field at fault.
+RunPlan plan_runs(Scenario scenario);
+
+}  // namespace gradex

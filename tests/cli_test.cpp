@@ -1,0 +1,133 @@
+// The gradex binary end to end: exit codes, one-line errors that name the
+// field, no output files on failure, and complete results on success.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("gradex_cli_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    return dir_ / name;
+  }
+
+  static std::string slurp(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  Outcome gradex(const std::string& args) {
+    const std::string cmd = std::string(GRADEX_BINARY) + " " + args + " > " +
+                            (dir_ / "stdout").string() + " 2> " + (dir_ / "stderr").string() +
+                            " < /dev/null";
+    const int status = std::system(cmd.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_ / "stdout"),
+            slurp(dir_ / "stderr")};
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(Cli, ListNamesEveryScheme) {
+  const Outcome o = gradex("list");
+  EXPECT_EQ(o.code, 0);
+  for (const char* name : {"ring", "tree", "halving_doubling", "hierarchical", "ps", "dp_master"}) {
+    EXPECT_NE(o.out.find(name), std::string::npos) << name;
+  }
+}
+
+TEST_F(Cli, HelpDescribesTheSubcommands) {
+  const Outcome o = gradex("--help");
+  EXPECT_EQ(o.code, 0);
+  for (const char* word : {"run", "validate", "list"}) EXPECT_NE(o.out.find(word), std::string::npos);
+  const Outcome r = gradex("run --help");
+  EXPECT_EQ(r.code, 0);
+  for (const char* word : {"--output", "--schemes", "--workers", "--no-output"}) {
+    EXPECT_NE(r.out.find(word), std::string::npos) << word;
+  }
+}
+
+TEST_F(Cli, WrongFlagIsBadInput) {
+  const Outcome o = gradex("run --frobnicate x.json");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("frobnicate"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, MalformedScenarioGivesOneLineNoFiles) {
+  const fs::path out = dir_ / "out";
+  const fs::path sc = write("bad.json", R"({"name": "bad", "sizes": [4096], "workers": 2,
+      "network": {"inter_node": {"bandwidth": "fast"}}, "output": ")" + out.string() + R"("})");
+  const Outcome o = gradex("run " + sc.string());
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("/network/inter_node/bandwidth"), std::string::npos) << o.err;
+  EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(Cli, UnknownSchemeOnTheCommandLine) {
+  const fs::path sc = write("ok.json", R"({"name": "ok", "sizes": [64], "workers": 2})");
+  const Outcome o = gradex("run --no-output --schemes ring,rnig " + sc.string());
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("--schemes"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, RunWritesCompleteResults) {
+  const fs::path out = dir_ / "out";
+  const fs::path sc = write("ok.json", R"({"name": "ok", "sizes": [4096, 65536], "workers": [2, 3],
+      "iters": 2, "warmup_iters": 1, "schemes": "all", "output": ")" + out.string() + R"("})");
+  const Outcome o = gradex("run " + sc.string());
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("#wrong"), std::string::npos);
+  EXPECT_NE(o.out.find("Out of bounds values : 0 OK"), std::string::npos) << o.out;
+  const std::string csv = slurp(out / "results.csv");
+  const auto doc = nlohmann::json::parse(slurp(out / "results.json"));
+  const std::size_t rows = doc["results"].size();
+  EXPECT_EQ(static_cast<std::size_t>(std::count(csv.begin(), csv.end(), '\n')), rows + 1);
+  EXPECT_EQ(doc["scenario"]["name"], "ok");
+  EXPECT_TRUE(doc["machine"].contains("cpu"));
+  for (const auto& row : doc["results"]) {
+    EXPECT_EQ(row["wrong"], 0);
+    EXPECT_TRUE(row["traffic_matches"].get<bool>());
+  }
+  // Nothing but the two results files is left behind (no temporaries).
+  int files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(out)) ++files;
+  EXPECT_EQ(files, 2);
+}
+
+TEST_F(Cli, ValidateChecksWithoutRunning) {
+  const fs::path sc = write("ok.json", R"({"name": "ok", "sizes": [64], "workers": 2})");
+  const Outcome o = gradex("validate " + sc.string());
+  EXPECT_EQ(o.code, 0);
+  EXPECT_NE(o.out.find("valid"), std::string::npos);
+}
+
+}  // namespace

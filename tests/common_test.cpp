@@ -1,0 +1,157 @@
+// The shared vocabulary: dtype conversions, reduce kernels, units, the
+// closed-form inputs and the link model's arithmetic.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "common/dtype.h"
+#include "common/errors.h"
+#include "common/reduce.h"
+#include "common/topology.h"
+#include "common/units.h"
+#include "common/verify.h"
+
+namespace gradex {
+namespace {
+
+TEST(DType, HalfRoundTripsEveryFiniteValue) {
+  for (std::uint32_t h = 0; h < 0x10000; ++h) {
+    const auto bits = static_cast<std::uint16_t>(h);
+    const float f = half_to_float(bits);
+    if (std::isnan(f)) continue;
+    EXPECT_EQ(float_to_half(f), bits) << std::hex << h;
+  }
+}
+
+TEST(DType, HalfRoundsToNearestEven) {
+  EXPECT_EQ(half_to_float(float_to_half(1.0f + 1.0f / 2048)), 1.0f);  // tie -> even
+  EXPECT_EQ(half_to_float(float_to_half(1.0f + 3.0f / 2048)), 1.0f + 2.0f / 1024);
+  EXPECT_EQ(half_to_float(float_to_half(65520.0f)), INFINITY);        // overflow
+  EXPECT_EQ(half_to_float(float_to_half(5.96e-8f)), 5.960464477539063e-8f);  // smallest subnormal
+}
+
+TEST(DType, Bf16KeepsIntegersAndRounds) {
+  for (int i = -256; i <= 256; ++i) {
+    EXPECT_EQ(bf16_to_float(float_to_bf16(static_cast<float>(i))), static_cast<float>(i));
+  }
+  EXPECT_EQ(bf16_to_float(float_to_bf16(257.0f)), 256.0f);  // tie -> even
+  EXPECT_EQ(bf16_to_float(float_to_bf16(259.0f)), 260.0f);
+}
+
+TEST(DType, ParseNamesAndRejectsOthers) {
+  EXPECT_EQ(parse_dtype("float"), DType::f32);
+  EXPECT_EQ(parse_dtype("bf16"), DType::bf16);
+  EXPECT_EQ(parse_dtype("half"), DType::f16);
+  EXPECT_THROW(parse_dtype("f8"), ConfigError);
+}
+
+class ReduceKernels : public ::testing::TestWithParam<std::tuple<DType, ReduceOp>> {};
+
+TEST_P(ReduceKernels, MatchDoubleReference) {
+  const auto [dtype, op] = GetParam();
+  const std::size_t n = 1003;
+  std::vector<std::byte> a(n * dtype_size(dtype)), b(a.size()), out(a.size());
+  Tensor ta{a.data(), n, dtype}, tb{b.data(), n, dtype}, to{out.data(), n, dtype};
+  for (std::size_t i = 0; i < n; ++i) {
+    store_element(ta, i, input_value(1, i));
+    store_element(tb, i, input_value(4, i * 3));
+  }
+  reduce_pair(out.data(), a.data(), b.data(), n, dtype, op);
+  reduce_into(a.data(), b.data(), n, dtype, op);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double x = input_value(1, i), y = input_value(4, i * 3);
+    const double want = op == ReduceOp::min ? std::min(x, y) : op == ReduceOp::max ? std::max(x, y) : x + y;
+    EXPECT_EQ(load_element(to, i), want) << i;
+    EXPECT_EQ(load_element(ta, i), want) << i;
+  }
+  finish_reduce(ta, op, 2);
+  if (op == ReduceOp::avg) {
+    const double x = input_value(1, 5), y = input_value(4, 15);
+    const double want = dtype == DType::i32 ? static_cast<double>(static_cast<int>(x + y) / 2) : (x + y) / 2;
+    EXPECT_EQ(load_element(ta, 5), want);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, ReduceKernels,
+                         ::testing::Combine(::testing::ValuesIn(kAllDTypes),
+                                            ::testing::ValuesIn(kAllReduceOps)));
+
+TEST(Verify, CountsWrongElements) {
+  const int workers = 5;
+  std::vector<float> v(100);
+  Tensor t{v.data(), v.size(), DType::f32};
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    double s = 0;
+    for (int r = 0; r < workers; ++r) s += input_value(r, i);
+    v[i] = static_cast<float>(s);
+  }
+  EXPECT_EQ(count_wrong(t, workers, ReduceOp::sum), 0u);
+  v[17] += 1;
+  v[99] = -v[99] + 1;
+  EXPECT_EQ(count_wrong(t, workers, ReduceOp::sum), 2u);
+  EXPECT_GT(count_wrong(t, workers, ReduceOp::max), 0u);
+}
+
+TEST(Units, ParsesSizesRatesAndDurations) {
+  EXPECT_EQ(parse_bytes("4096", "f"), 4096u);
+  EXPECT_EQ(parse_bytes("16MiB", "f"), 16u << 20);
+  EXPECT_EQ(parse_bytes("4 KiB", "f"), 4096u);
+  EXPECT_EQ(parse_bytes("1GB", "f"), 1'000'000'000u);
+  EXPECT_DOUBLE_EQ(parse_rate("25GB/s", "f"), 25e9);
+  EXPECT_DOUBLE_EQ(parse_rate("200Gbps", "f"), 25e9);
+  EXPECT_DOUBLE_EQ(parse_rate("1 Gbps", "f"), 125e6);
+  EXPECT_DOUBLE_EQ(parse_duration("50us", "f"), 50e-6);
+  EXPECT_DOUBLE_EQ(parse_duration("1.5ms", "f"), 1.5e-3);
+  EXPECT_THROW(parse_bytes("12 parsecs", "f"), ConfigError);
+  EXPECT_THROW(parse_bytes("-4", "f"), ConfigError);
+  EXPECT_THROW(parse_bytes("1.5", "f"), ConfigError);
+  EXPECT_THROW(parse_rate("0GB/s", "f"), ConfigError);
+  EXPECT_THROW(parse_duration("5 fortnights", "f"), ConfigError);
+  try {
+    parse_bytes("lots", "/sizes/3");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "/sizes/3");
+  }
+}
+
+TEST(LinkShaper, SerialisesAtTheSharedIngress) {
+  // Four workers push 1 MB each to one server at 1 MB/s: the server's
+  // ingress takes them one after another (document 004's bottleneck).
+  LinkSpec link{1e6, 0.001};
+  LinkShaper shaper(Topology::grouped(4, 1, 1, {}, link));
+  for (int w = 0; w < 4; ++w) {
+    const auto t = shaper.reserve(w, 4, 1'000'000, 0.0);
+    EXPECT_DOUBLE_EQ(t.sender_free, w + 1.0);
+    EXPECT_DOUBLE_EQ(t.arrival, w + 1.0 + 0.001);
+  }
+}
+
+TEST(LinkShaper, DisjointPairsDoNotInterfere) {
+  LinkShaper shaper(Topology::grouped(4, 1, 0, {}, {1e6, 0}));
+  for (int w = 0; w < 4; ++w) {
+    EXPECT_DOUBLE_EQ(shaper.reserve(w, (w + 1) % 4, 500'000, 2.0).arrival, 2.5);
+  }
+}
+
+TEST(LinkShaper, IntraAndInterNodeRates) {
+  Topology t = Topology::grouped(4, 2, 0, {8e6, 0}, {1e6, 0});
+  LinkShaper shaper(t);
+  EXPECT_DOUBLE_EQ(shaper.reserve(0, 1, 8'000'000, 0).arrival, 1.0);  // same node
+  EXPECT_DOUBLE_EQ(shaper.reserve(1, 2, 1'000'000, 0).arrival, 1.0);  // across nodes
+  EXPECT_EQ(t.nodes(), 2);
+  // 4 intra ports at 8 MB/s + 4 inter ports at 1 MB/s.
+  EXPECT_DOUBLE_EQ(t.egress_capacity(), 36e6);
+}
+
+TEST(LinkShaper, SharedNodeNicSerialisesTheNode) {
+  Topology t = Topology::grouped(4, 2, 0, {}, {1e6, 0}, /*nic_per_node=*/true);
+  LinkShaper shaper(t);
+  EXPECT_DOUBLE_EQ(shaper.reserve(0, 2, 1'000'000, 0).arrival, 1.0);
+  EXPECT_DOUBLE_EQ(shaper.reserve(1, 3, 1'000'000, 0).arrival, 2.0);  // same NIC pair
+}
+
+}  // namespace
+}  // namespace gradex
