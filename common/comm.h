@@ -7,7 +7,9 @@
 // sizes must agree exactly. Buffers belong to the transport from the post
 // until wait() returns: a send buffer must not be written, a receive buffer
 // must not be read, and two outstanding receives must not target
-// overlapping memory.
+// overlapping memory. A receive may land in the memory of a pending send
+// only when the incoming message is causally after that send was taken
+// (a reply to it, as a PS pull answers the push).
 #pragma once
 
 #include <chrono>

@@ -1,7 +1,11 @@
 #include "schemes/registry.h"
 
+#include "allreduce/halving_doubling.h"
+#include "allreduce/hierarchical.h"
 #include "allreduce/ring.h"
+#include "allreduce/tree.h"
 #include "common/errors.h"
+#include "ps/parameter_server.h"
 
 namespace gradex {
 
@@ -16,6 +20,32 @@ std::vector<SchemeEntry> build_registry() {
   std::vector<SchemeEntry> r;
   r.push_back({"ring", "ring all-reduce: reduce-scatter + all-gather, pipelined in segments",
                plain<RingScheme>()});
+  r.push_back({"tree", "double binary tree all-reduce (NCCL): half the buffer per tree, pipelined",
+               plain<TreeScheme>()});
+  r.push_back({"halving_doubling",
+               "recursive halving reduce-scatter + recursive doubling all-gather (Rabenseifner)",
+               plain<HalvingDoublingScheme>()});
+  r.push_back({"hierarchical",
+               "intra-node ring reduce-scatter, inter-node all-reduce, intra-node ring all-gather",
+               [](const SchemeOptions& o) {
+                 return std::make_unique<HierarchicalScheme>(o, make_scheme);
+               }});
+  r.push_back({"ps", "parameter server on dedicated endpoints: shards pushed, summed, pulled",
+               [](SchemeOptions o) {
+                 o.placement = ServerPlacement::dedicated;
+                 return std::make_unique<ParameterServerScheme>(o);
+               }});
+  r.push_back({"ps_colocated", "parameter server with its servers spread over the workers",
+               [](SchemeOptions o) {
+                 o.placement = ServerPlacement::colocated;
+                 return std::make_unique<ParameterServerScheme>(o);
+               }});
+  r.push_back({"dp_master", "DataParallel's master GPU: one server co-located on worker 0",
+               [](SchemeOptions o) {
+                 o.servers = 1;
+                 o.placement = ServerPlacement::colocated;
+                 return std::make_unique<ParameterServerScheme>(o);
+               }});
   return r;
 }
 

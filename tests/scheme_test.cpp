@@ -14,7 +14,8 @@ namespace {
 
 // Options that make every scheme valid at world size n: hierarchical needs
 // nodes that divide n (the largest divisor <= 4 that leaves >= 2 nodes, if
-// any), the PS gets two servers when there are enough workers.
+// any), and its inter-node phase cycles through the flat all-reduces; the
+// PS gets two servers when there are enough workers.
 SchemeOptions options_for(int n) {
   SchemeOptions o;
   o.workers = n;
@@ -26,6 +27,7 @@ SchemeOptions options_for(int n) {
       break;
     }
   }
+  o.inter_algorithm = n == 4 ? "ring" : n == 8 ? "halving_doubling" : "tree";
   o.servers = n >= 4 ? 2 : 1;
   return o;
 }
@@ -54,7 +56,7 @@ class SchemeSizes : public ::testing::TestWithParam<std::tuple<std::string, int,
 
 TEST_P(SchemeSizes, MatchesReferenceAndDeclaredTraffic) {
   const auto& [name, n, count_param] = GetParam();
-  // count_param == 0 stands for "n*k + 3" sizes marked below.
+  // count_param == -1 stands for the "n*k + 3" count (not divisible by n).
   const std::size_t count = count_param == static_cast<std::size_t>(-1) ? n * 37 + 3 : count_param;
   const Measurement m = run(name, n, count, DType::f32, ReduceOp::sum);
   EXPECT_EQ(m.wrong, 0u);

@@ -1,0 +1,89 @@
+#include "allreduce/hierarchical.h"
+
+#include <string>
+#include <vector>
+
+#include "allreduce/ring.h"
+#include "common/errors.h"
+
+namespace gradex {
+
+namespace {
+
+// The inner all-reduce runs on workers only, one per node: schemes with
+// server endpoints (or another hierarchy) do not fit there.
+constexpr std::string_view kInnerSchemes[] = {"ring", "tree", "halving_doubling"};
+
+constexpr Tag kReduceScatterTag = 0;
+constexpr Tag kAllGatherTag = 1;
+
+}  // namespace
+
+HierarchicalScheme::HierarchicalScheme(SchemeOptions options, const SchemeFactory& make_inner)
+    : Scheme(std::move(options)) {
+  const int g = this->options().ranks_per_node;
+  if (g < 1 || workers() % g != 0) {
+    throw ConfigError("ranks_per_node", "must divide the number of workers (" +
+                                            std::to_string(workers()) + "), got " +
+                                            std::to_string(g));
+  }
+  const std::string& name = this->options().inter_algorithm;
+  bool known = false;
+  std::string names;
+  for (std::string_view s : kInnerSchemes) {
+    known = known || s == name;
+    names += (names.empty() ? "" : ", ") + std::string(s);
+  }
+  if (!known) {
+    throw ConfigError("inter_algorithm",
+                      "unknown inter-node algorithm '" + name + "' (known: " + names + ")");
+  }
+  SchemeOptions inner = this->options();
+  inner.workers = nodes();
+  inner.ranks_per_node = 1;
+  inner_ = make_inner(name, inner);
+  GRADEX_ENFORCE(inner_ != nullptr, "no scheme built for '", name, "'");
+}
+
+// Rank r = node * G + local. Node k's ranks form one sub-group (tag space
+// k); the ranks with the same local index l, one per node, form another
+// (tag space nodes + l), so no two concurrent sub-groups share tags.
+void HierarchicalScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
+  GRADEX_ENFORCE_EQ(comm.size(), workers(), "hierarchical runs on the workers only");
+  const int g = options().ranks_per_node;
+  const int m = nodes();
+  const int node = comm.rank() / g;
+  const int local = comm.rank() % g;
+  const std::size_t seg = options().segment_bytes;
+  const ReduceOp combine = combining_op(op);
+
+  std::vector<int> node_ranks, peer_ranks;
+  for (int i = 0; i < g; ++i) node_ranks.push_back(node * g + i);
+  for (int k = 0; k < m; ++k) peer_ranks.push_back(k * g + local);
+  SubComm intra(comm, node_ranks, static_cast<std::uint32_t>(node));
+  SubComm inter(comm, peer_ranks, static_cast<std::uint32_t>(m + local));
+
+  // 1. block `local` of G, summed over this node (no-op when G == 1).
+  ring_reduce_scatter(intra, data, combine, seg, kReduceScatterTag);
+  // 2. the same block summed over all nodes (no-op when there is one node).
+  //    avg combines as a sum here and is divided once, below, by n.
+  const BlockSplit blocks{data.count, static_cast<std::size_t>(g)};
+  inner_->allreduce(inter, data.slice(blocks.offset(local), blocks.size(local)), combine);
+  // 3. every block to every rank of the node.
+  ring_all_gather(intra, data, seg, kAllGatherTag);
+  finish_reduce(data, op, comm.size());
+}
+
+Traffic HierarchicalScheme::expected_traffic(int endpoint, std::size_t count, DType dtype) const {
+  const int g = options().ranks_per_node;
+  const int node = endpoint / g;
+  const int local = endpoint % g;
+  const std::size_t seg = options().segment_bytes;
+  const BlockSplit blocks{count, static_cast<std::size_t>(g)};
+  Traffic t = ring_reduce_scatter_traffic(local, g, count, dtype, seg);
+  t += inner_->expected_traffic(node, blocks.size(local), dtype);
+  t += ring_all_gather_traffic(local, g, count, dtype, seg);
+  return t;
+}
+
+}  // namespace gradex

@@ -1,0 +1,42 @@
+// Hierarchical all-reduce as three composed phases (ASTRA-sim, NCCL's
+// intra/inter split): ranks are grouped into nodes of G consecutive ranks,
+// with fast links inside a node and slow ones between nodes.
+//
+//   1. ring reduce-scatter inside each node: local rank l ends with block l
+//      of the buffer (cut into G blocks) summed over its node;
+//   2. local rank l of every node all-reduces block l across the nodes with
+//      the inner scheme (options().inter_algorithm), so only 1/G of the
+//      buffer per rank crosses the slow links;
+//   3. ring all-gather inside each node spreads the G finished blocks.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string_view>
+
+#include "common/comm.h"
+#include "common/scheme.h"
+
+namespace gradex {
+
+// Builds a scheme by name; the registry injects it so that this folder does
+// not depend on the list of schemes.
+using SchemeFactory =
+    std::function<std::unique_ptr<Scheme>(std::string_view name, const SchemeOptions&)>;
+
+class HierarchicalScheme final : public Scheme {
+ public:
+  // Throws ConfigError naming "ranks_per_node" if it does not divide the
+  // workers, or "inter_algorithm" if that is not a flat all-reduce.
+  HierarchicalScheme(SchemeOptions options, const SchemeFactory& make_inner);
+
+  void allreduce(Comm& comm, Tensor data, ReduceOp op) override;
+  Traffic expected_traffic(int endpoint, std::size_t count, DType dtype) const override;
+
+  int nodes() const { return workers() / options().ranks_per_node; }
+
+ private:
+  std::unique_ptr<Scheme> inner_;  // runs on nodes() ranks
+};
+
+}  // namespace gradex

@@ -1,0 +1,164 @@
+#include "allreduce/tree.h"
+
+#include <vector>
+
+#include "allreduce/segments.h"
+#include "common/errors.h"
+
+namespace gradex {
+
+namespace {
+
+// Distinct tags per tree and direction: a pair of ranks can be parent and
+// child in tree A and child and parent in tree B, so without them an
+// up-message of one tree could match a down-receive of the other.
+constexpr Tag kUpTag[2] = {0, 1};
+constexpr Tag kDownTag[2] = {2, 3};
+
+// A rank's level in the in-order tree is its lowest set bit; the root (0)
+// sits above everyone, at the smallest power of two >= n.
+int level(int n, int rank) {
+  if (rank != 0) return rank & -rank;
+  int b = 1;
+  while (b < n) b <<= 1;
+  return b;
+}
+
+}  // namespace
+
+// Example, n = 13 (levels 1, 2, 4, 8; the root 0 sits above them with a
+// single child):
+//   0 -> 8;  8 -> 4, 12;  4 -> 2, 6;  12 -> 10 (12 + 2 and 12 + 1 are past
+//   the end);  2 -> 1, 3;  6 -> 5, 7;  10 -> 9, 11.
+TreeLinks inorder_tree(int n, int rank) {
+  GRADEX_ENFORCE(rank >= 0 && rank < n, "rank ", rank, " outside a tree of ", n);
+  TreeLinks links;
+  if (n == 1) return links;
+  const int b = level(n, rank);
+  if (rank != 0) {
+    // The parent is one level up: clear bit b and set bit 2b, which gives
+    // rank + b or rank - b, whichever has the higher level. If that is past
+    // the end, rank - b is the parent: its right-child search below skips
+    // the missing ranks and stops at us.
+    const int up = (rank ^ b) | (b << 1);
+    links.parent = up < n ? up : (rank ^ b);
+  }
+  int k = 0;
+  // Left child: half a level down, always in range (the root has none).
+  if (b > 1 && rank - b / 2 >= 0) links.children[k++] = rank - b / 2;
+  // Right child: the nearest of rank + b/2, rank + b/4, ..., rank + 1 that
+  // exists (ranks past the end shorten the right spine).
+  for (int c = b / 2; c >= 1; c /= 2) {
+    if (rank + c < n) {
+      links.children[k++] = rank + c;
+      break;
+    }
+  }
+  return links;
+}
+
+// In tree A every even rank has children and every odd rank is a leaf.
+// Tree B relabels tree A so that the roles swap: mirroring (r -> n-1-r)
+// maps even to odd when n is even; when n is odd it would map even to even
+// (every even rank interior in both trees), so tree B is tree A shifted by
+// one rank instead, and only rank 0 is interior in both. NCCL does the same.
+TreeLinks double_tree(int n, int rank, int which) {
+  GRADEX_ENFORCE(which == 0 || which == 1, "a double tree has trees 0 and 1, not ", which);
+  if (which == 0) return inorder_tree(n, rank);
+  const bool shift = n % 2 == 1;
+  const int role = shift ? (rank - 1 + n) % n : n - 1 - rank;
+  auto relabel = [&](int x) { return x < 0 ? -1 : shift ? (x + 1) % n : n - 1 - x; };
+  const TreeLinks a = inorder_tree(n, role);
+  TreeLinks links;
+  links.parent = relabel(a.parent);
+  links.children = {relabel(a.children[0]), relabel(a.children[1])};
+  return links;
+}
+
+// Schedule on every rank, for half t in {0, 1} over tree t, both halves cut
+// into the same segments and interleaved segment by segment (j, then t):
+//
+//   reduce:    segment j of half t: receive-reduce child 0's partial sum of
+//              it (wait), then child 1's (wait): never two receives into
+//              the same memory at once; then send it to the parent. The
+//              root then holds the full sum of every segment.
+//   broadcast: segment j of half t: receive the full sum from the parent,
+//              send it on to the children.
+//
+// Sends are not waited for until the memory is needed again, so a rank
+// moves on to the next segment while its parent takes this one: segments
+// pipeline up (and down) the tree. A rank starts broadcasting once its own
+// reduce phase is done; overlapping the two phases (as NCCL does) would
+// shorten the pipeline fill, not change the traffic.
+void TreeScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
+  GRADEX_ENFORCE_EQ(comm.size(), workers(), "tree runs on the workers only");
+  const int n = comm.size();
+  const int r = comm.rank();
+  const ReduceOp combine = combining_op(op);
+  const BlockSplit halves{data.count, 2};
+  const Segmentation seg(halves.size(0), options().segment_bytes, data.dtype);
+  const TreeLinks tree[2] = {double_tree(n, r, 0), double_tree(n, r, 1)};
+  const Tensor half[2] = {data.slice(halves.offset(0), halves.size(0)),
+                          data.slice(halves.offset(1), halves.size(1))};
+
+  // up[2j + t]: segment j of half t on its way to the parent.
+  std::vector<Request> up(2 * seg.count);
+  for (std::size_t j = 0; j < seg.count; ++j) {
+    for (int t = 0; t < 2; ++t) {
+      const Tensor s = seg.of(half[t], j);
+      if (s.count == 0) continue;  // half 1 may have one segment fewer
+      for (int child : tree[t].children) {
+        if (child < 0) continue;
+        Request rq = comm.irecv_reduce(child, s, combine, kUpTag[t]);
+        comm.wait(rq);
+      }
+      if (tree[t].parent >= 0) {
+        up[2 * j + t] = comm.isend(tree[t].parent, s.data, s.bytes(), kUpTag[t]);
+      }
+    }
+  }
+
+  std::vector<Request> down;
+  down.reserve(4 * seg.count);
+  for (std::size_t j = 0; j < seg.count; ++j) {
+    for (int t = 0; t < 2; ++t) {
+      const Tensor s = seg.of(half[t], j);
+      if (s.count == 0) continue;
+      if (tree[t].parent >= 0) {
+        // The parent must take our partial sum before it can have the full
+        // one, so this wait costs nothing; it hands the memory back to us
+        // before the full sum lands in it.
+        comm.wait(up[2 * j + t]);
+        Request rq = comm.irecv(tree[t].parent, s.data, s.bytes(), kDownTag[t]);
+        comm.wait(rq);
+      }
+      for (int child : tree[t].children) {
+        if (child >= 0) down.push_back(comm.isend(child, s.data, s.bytes(), kDownTag[t]));
+      }
+    }
+  }
+  comm.wait_all(down);
+  finish_reduce(data, op, n);
+}
+
+// Every tree link carries its half once each way (up in the reduce, down in
+// the broadcast), in the half's non-empty segments.
+Traffic TreeScheme::expected_traffic(int endpoint, std::size_t count, DType dtype) const {
+  Traffic t;
+  const int n = workers();
+  const BlockSplit halves{count, 2};
+  const Segmentation seg(halves.size(0), options().segment_bytes, dtype);
+  for (int which = 0; which < 2; ++which) {
+    const TreeLinks links = double_tree(n, endpoint, which);
+    const std::uint64_t degree = links.child_count() + (links.parent >= 0 ? 1 : 0);
+    const std::uint64_t bytes = halves.size(which) * dtype_size(dtype);
+    const std::uint64_t messages = seg.nonempty(halves.size(which));
+    t.bytes_sent += degree * bytes;
+    t.bytes_received += degree * bytes;
+    t.messages_sent += degree * messages;
+    t.messages_received += degree * messages;
+  }
+  return t;
+}
+
+}  // namespace gradex

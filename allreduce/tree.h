@@ -1,0 +1,39 @@
+// Double binary tree all-reduce (NCCL's "tree" algorithm): the buffer is cut
+// in two halves; half 0 is reduced up and broadcast down tree A, half 1
+// over tree B. Tree B is arranged so that a rank interior in one tree is a
+// leaf in the other (except at most one rank), so every rank sends and
+// receives about one buffer in total, while a message crosses only
+// O(log n) hops: latency-friendly for small buffers.
+#pragma once
+
+#include <array>
+
+#include "common/comm.h"
+#include "common/scheme.h"
+
+namespace gradex {
+
+// One rank's links in a binary tree; -1 where absent. Children are filled
+// from index 0, so children[1] != -1 implies children[0] != -1.
+struct TreeLinks {
+  int parent = -1;
+  std::array<int, 2> children{-1, -1};
+
+  int child_count() const { return (children[0] >= 0) + (children[1] >= 0); }
+};
+
+// The in-order binary tree over ranks 0..n-1 rooted at 0: a rank's level is
+// its lowest set bit, so odd ranks are leaves and the tree stays balanced.
+// Ranks are numbered in in-order, which keeps parents and children close.
+TreeLinks inorder_tree(int n, int rank);
+// Tree `which` (0 = A, 1 = B) of the double binary tree over n ranks.
+TreeLinks double_tree(int n, int rank, int which);
+
+class TreeScheme final : public Scheme {
+ public:
+  using Scheme::Scheme;
+  void allreduce(Comm& comm, Tensor data, ReduceOp op) override;
+  Traffic expected_traffic(int endpoint, std::size_t count, DType dtype) const override;
+};
+
+}  // namespace gradex

@@ -1,0 +1,58 @@
+// Every registered scheme on unshaped in-process ranks. The registry is
+// iterated, so a new scheme is benchmarked by being added to it. Each
+// benchmark iteration is one all-reduce on every rank; the time is the
+// slowest worker's, measured inside the ranks (thread start-up, input fill
+// and the correctness check are not timed).
+#include <benchmark/benchmark.h>
+
+#include "runner/measure.h"
+#include "schemes/registry.h"
+
+namespace gradex {
+namespace {
+
+void run_scheme(benchmark::State& state, const std::string& name) {
+  const int workers = static_cast<int>(state.range(0));
+  const auto bytes = static_cast<std::size_t>(state.range(1));
+  SchemeOptions options;
+  options.workers = workers;
+  options.segment_bytes = 4 << 20;
+  options.ranks_per_node = workers % 2 == 0 ? workers / 2 : 1;
+  auto scheme = make_scheme(name, options);
+  MeasureRequest req;
+  req.count = bytes / sizeof(float);
+  req.warmup_iters = 1;
+  req.iters = 1;
+  std::size_t wrong = 0;
+  for (auto _ : state) {
+    const Measurement m = measure(*scheme, req);
+    wrong += m.wrong;
+    state.SetIterationTime(m.seconds.front());
+  }
+  const double per_iter = static_cast<double>(bytes) / 1e9;
+  state.counters["algbw_GB/s"] =
+      benchmark::Counter(per_iter, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["busbw_GB/s"] = benchmark::Counter(
+      per_iter * scheme->bus_factor(), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["wrong"] = static_cast<double>(wrong);
+  if (wrong != 0) state.SkipWithError("wrong results");
+}
+
+// Registered at start-up from the registry: one family per scheme.
+const bool registered = [] {
+  for (const SchemeEntry& e : scheme_registry()) {
+    benchmark::RegisterBenchmark(("BM_Allreduce/" + e.name).c_str(),
+                                 [name = e.name](benchmark::State& s) { run_scheme(s, name); })
+        ->ArgNames({"ranks", "bytes"})
+        ->Args({4, 64 << 10})
+        ->Args({4, 1 << 20})
+        ->Args({4, 16 << 20})
+        ->Args({4, 64 << 20})
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+  return true;
+}();
+
+}  // namespace
+}  // namespace gradex

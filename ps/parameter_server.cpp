@@ -1,0 +1,61 @@
+#include "ps/parameter_server.h"
+
+#include <cstdint>
+#include <utility>
+
+#include "common/errors.h"
+#include "ps/server.h"
+#include "ps/worker.h"
+
+namespace gradex {
+
+ParameterServerScheme::ParameterServerScheme(SchemeOptions options)
+    : Scheme(std::move(options)),
+      layout_(this->options().workers, this->options().servers, this->options().placement) {}
+
+void ParameterServerScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
+  GRADEX_ENFORCE_EQ(comm.size(), endpoints(), "parameter server group size");
+  const int me = comm.rank();
+  if (me < workers()) {
+    worker_round(comm, layout_, data, op);
+    return;
+  }
+  // A dedicated endpoint runs exactly one server: endpoint workers + k.
+  const int k = me - workers();
+  serve_round(comm, workers(), k, shard_range(data.count, layout_.servers(), k).count, data.dtype,
+              op);
+}
+
+Traffic ParameterServerScheme::expected_traffic(int endpoint, std::size_t count,
+                                                DType dtype) const {
+  GRADEX_ENFORCE(endpoint >= 0 && endpoint < endpoints(), "endpoint ", endpoint);
+  const std::uint64_t elem = dtype_size(dtype);
+  const int servers = layout_.servers();
+  Traffic t;
+  // Worker side: one push out and one pull in per non-empty shard whose
+  // server runs elsewhere (a shard hosted here is a local copy).
+  if (endpoint < workers()) {
+    for (int k = 0; k < servers; ++k) {
+      const std::uint64_t n = shard_range(count, servers, k).count;
+      if (n == 0 || layout_.host(k) == endpoint) continue;
+      t.bytes_sent += n * elem;
+      t.messages_sent += 1;
+      t.bytes_received += n * elem;
+      t.messages_received += 1;
+    }
+  }
+  // Server side: one push in and one pull out per worker other than this
+  // endpoint, for each non-empty shard served here.
+  const std::uint64_t peers = static_cast<std::uint64_t>(workers()) - (endpoint < workers());
+  for (int k : layout_.hosted_on(endpoint)) {
+    const std::uint64_t n = shard_range(count, servers, k).count;
+    if (n == 0) continue;
+    t.bytes_received += peers * n * elem;
+    t.messages_received += peers;
+    t.bytes_sent += peers * n * elem;
+    t.messages_sent += peers;
+  }
+  return t;
+}
+
+}  // namespace gradex

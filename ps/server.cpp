@@ -1,0 +1,39 @@
+#include "ps/server.h"
+
+#include <vector>
+
+#include "ps/protocol.h"
+
+namespace gradex {
+
+void serve_round(Comm& comm, int workers, int server, std::size_t count, DType dtype,
+                 ReduceOp op) {
+  if (count == 0) return;  // an empty shard moves nothing (protocol.h)
+  // The server's own memory: a dedicated server holds no gradient, and a
+  // co-located one must not touch its worker's buffer, which is still
+  // being pushed from and pulled into.
+  std::vector<std::byte> storage(count * dtype_size(dtype));
+  const Tensor acc{storage.data(), count, dtype};
+
+  // Push: the first contribution is copied in (no identity element needed,
+  // which min and max lack); the others are combined one at a time, since
+  // two outstanding receive-reduces into `acc` would overlap.
+  Request first = comm.irecv(0, acc.data, acc.bytes(), push_tag(server));
+  comm.wait(first);
+  const ReduceOp combine = combining_op(op);
+  for (int w = 1; w < workers; ++w) {
+    Request next = comm.irecv_reduce(w, acc, combine, push_tag(server));
+    comm.wait(next);
+  }
+
+  // Pull: the same sum goes back to every worker. Posting all sends before
+  // waiting lets the transport move them in whatever order workers are ready.
+  std::vector<Request> replies;
+  replies.reserve(static_cast<std::size_t>(workers));
+  for (int w = 0; w < workers; ++w) {
+    replies.push_back(comm.isend(w, acc.data, acc.bytes(), pull_tag(server)));
+  }
+  comm.wait_all(replies);
+}
+
+}  // namespace gradex

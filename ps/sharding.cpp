@@ -1,0 +1,46 @@
+#include "ps/sharding.h"
+
+#include "common/errors.h"
+
+namespace gradex {
+
+KeyRange shard_range(std::size_t count, int servers, int server) {
+  GRADEX_ENFORCE(servers >= 1 && server >= 0 && server < servers, "server ", server, " of ",
+                 servers);
+  const BlockSplit split{count, static_cast<std::size_t>(servers)};
+  const auto k = static_cast<std::size_t>(server);
+  return {split.offset(k), split.size(k)};
+}
+
+ServerLayout::ServerLayout(int workers, int servers, ServerPlacement placement)
+    : workers_(workers), servers_(servers), placement_(placement) {
+  if (workers < 1) {
+    throw ConfigError("workers",
+                      detail::concat("a parameter server needs a worker, got ", workers));
+  }
+  if (servers < 1) {
+    throw ConfigError("servers",
+                      detail::concat("a parameter server needs a server, got ", servers));
+  }
+}
+
+int ServerLayout::endpoints() const {
+  return placement_ == ServerPlacement::dedicated ? workers_ + servers_ : workers_;
+}
+
+int ServerLayout::host(int server) const {
+  GRADEX_ENFORCE(server >= 0 && server < servers_, "server ", server, " of ", servers_);
+  if (placement_ == ServerPlacement::dedicated) return workers_ + server;
+  // 64-bit product: workers * servers may not fit in an int.
+  return static_cast<int>(static_cast<long long>(server) * workers_ / servers_);
+}
+
+std::vector<int> ServerLayout::hosted_on(int endpoint) const {
+  std::vector<int> mine;
+  for (int k = 0; k < servers_; ++k) {
+    if (host(k) == endpoint) mine.push_back(k);
+  }
+  return mine;
+}
+
+}  // namespace gradex

@@ -1,0 +1,248 @@
+// The parameter server's parts on their own: key-range sharding, server
+// placement, the registry presets, layouts the generic scheme test does not
+// reach (more servers than workers or elements), and the cost model under
+// link shaping: one server's NIC carries every worker's gradient twice.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/errors.h"
+#include "common/topology.h"
+#include "ps/parameter_server.h"
+#include "ps/sharding.h"
+#include "runner/measure.h"
+#include "schemes/registry.h"
+
+namespace gradex {
+namespace {
+
+// ---- sharding -----------------------------------------------------------------
+
+TEST(ShardRange, CoversEveryElementExactlyOnce) {
+  const std::size_t counts[] = {0, 1, 2, 3, 5, 7, 8, 15, 16, 17, 100, 1000, 1001, 5 * 37 + 3,
+                                std::size_t{1} << 20, (std::size_t{1} << 20) + 7};
+  const int servers_list[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 31, 64, 100};
+  for (std::size_t count : counts) {
+    for (int servers : servers_list) {
+      SCOPED_TRACE(testing::Message() << "count " << count << ", servers " << servers);
+      // Contiguous ranges in order, ending at count: every element once.
+      std::size_t next = 0;
+      std::size_t smallest = count;
+      std::size_t largest = 0;
+      for (int k = 0; k < servers; ++k) {
+        const KeyRange r = shard_range(count, servers, k);
+        EXPECT_EQ(r.offset, next) << "server " << k;
+        next = r.offset + r.count;
+        smallest = std::min(smallest, r.count);
+        largest = std::max(largest, r.count);
+      }
+      EXPECT_EQ(next, count);
+      EXPECT_LE(largest - smallest, 1u) << "ranges must be even";
+      if (count <= 2000) {  // and once more, element by element
+        std::vector<int> hits(count, 0);
+        for (int k = 0; k < servers; ++k) {
+          const KeyRange r = shard_range(count, servers, k);
+          for (std::size_t i = r.offset; i < r.offset + r.count; ++i) hits[i]++;
+        }
+        for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(hits[i], 1) << "element " << i;
+      }
+    }
+  }
+}
+
+// ---- placement --------------------------------------------------------------------
+
+TEST(ServerLayout, DedicatedServersFollowTheWorkers) {
+  const ServerLayout layout(5, 3, ServerPlacement::dedicated);
+  EXPECT_EQ(layout.endpoints(), 8);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(layout.host(k), 5 + k);
+    EXPECT_EQ(layout.hosted_on(5 + k), std::vector<int>{k});
+  }
+  for (int w = 0; w < 5; ++w) EXPECT_TRUE(layout.hosted_on(w).empty());
+}
+
+TEST(ServerLayout, ColocatedServersSpreadEvenly) {
+  EXPECT_EQ(ServerLayout(4, 2, ServerPlacement::colocated).host(1), 2);
+  EXPECT_EQ(ServerLayout(8, 4, ServerPlacement::colocated).host(3), 6);
+  EXPECT_EQ(ServerLayout(5, 1, ServerPlacement::colocated).host(0), 0);
+  for (int workers = 1; workers <= 16; ++workers) {
+    for (int servers = 1; servers <= 2 * workers + 1; ++servers) {
+      SCOPED_TRACE(testing::Message() << workers << " workers, " << servers << " servers");
+      const ServerLayout layout(workers, servers, ServerPlacement::colocated);
+      EXPECT_EQ(layout.endpoints(), workers);
+      EXPECT_EQ(layout.host(0), 0);
+      std::set<int> hosts;
+      for (int k = 0; k < servers; ++k) {
+        const int h = layout.host(k);
+        ASSERT_GE(h, 0);
+        ASSERT_LT(h, workers);
+        hosts.insert(h);
+        const std::vector<int> there = layout.hosted_on(h);
+        EXPECT_NE(std::find(there.begin(), there.end(), k), there.end());
+      }
+      // No worker hosts two servers while another could host one.
+      EXPECT_EQ(static_cast<int>(hosts.size()), std::min(servers, workers));
+      std::size_t fewest = static_cast<std::size_t>(servers);
+      std::size_t most = 0;
+      for (int w = 0; w < workers; ++w) {
+        fewest = std::min(fewest, layout.hosted_on(w).size());
+        most = std::max(most, layout.hosted_on(w).size());
+      }
+      EXPECT_LE(most - fewest, 1u);
+    }
+  }
+}
+
+TEST(ServerLayout, RejectsEmptyRoles) {
+  EXPECT_THROW(ServerLayout(0, 1, ServerPlacement::dedicated), ConfigError);
+  EXPECT_THROW(ServerLayout(2, 0, ServerPlacement::colocated), ConfigError);
+}
+
+// ---- registry presets ------------------------------------------------------------------
+
+const ServerLayout& layout_of(const Scheme& s) {
+  return dynamic_cast<const ParameterServerScheme&>(s).layout();
+}
+
+TEST(PsPresets, PinWhatTheirNamesSay) {
+  SchemeOptions o;
+  o.workers = 5;
+  o.servers = 3;
+  o.placement = ServerPlacement::colocated;
+  auto ps = make_scheme("ps", o);
+  EXPECT_EQ(ps->endpoints(), 8);
+  EXPECT_EQ(layout_of(*ps).placement(), ServerPlacement::dedicated);
+
+  o.placement = ServerPlacement::dedicated;
+  auto colocated = make_scheme("ps_colocated", o);
+  EXPECT_EQ(colocated->endpoints(), 5);
+  EXPECT_EQ(layout_of(*colocated).servers(), 3);
+
+  auto master = make_scheme("dp_master", o);
+  EXPECT_EQ(master->endpoints(), 5);
+  EXPECT_EQ(layout_of(*master).servers(), 1);
+  EXPECT_EQ(layout_of(*master).host(0), 0);
+  // Worker 0 is the master: it takes in and sends out the other 4 gradients.
+  const Traffic t = master->expected_traffic(0, 100, DType::f32);
+  EXPECT_EQ(t, (Traffic{4 * 400, 4 * 400, 4, 4}));
+  EXPECT_EQ(master->expected_traffic(3, 100, DType::f32), (Traffic{400, 400, 1, 1}));
+}
+
+TEST(PsTraffic, DedicatedServerCarriesEveryWorkersShard) {
+  SchemeOptions o;
+  o.workers = 4;
+  o.servers = 3;
+  const ParameterServerScheme ps(o);
+  const std::size_t count = 1000;  // shards of 334, 333, 333
+  for (int k = 0; k < 3; ++k) {
+    const std::uint64_t shard = shard_range(count, 3, k).count * sizeof(double);
+    EXPECT_EQ(ps.expected_traffic(4 + k, count, DType::f64), (Traffic{4 * shard, 4 * shard, 4, 4}));
+  }
+  // A worker sends and receives its whole gradient, one message per server.
+  EXPECT_EQ(ps.expected_traffic(0, count, DType::f64), (Traffic{8000, 8000, 3, 3}));
+  // Empty shards move no message.
+  EXPECT_EQ(ps.expected_traffic(0, 2, DType::f64), (Traffic{16, 16, 2, 2}));
+  EXPECT_EQ(ps.expected_traffic(6, 2, DType::f64), Traffic{});
+}
+
+// ---- layouts beyond the generic scheme test ------------------------------------------------
+
+struct Layout {
+  int workers;
+  int servers;
+  ServerPlacement placement;
+};
+
+class PsLayouts : public ::testing::TestWithParam<Layout> {};
+
+TEST_P(PsLayouts, MatchReferenceAndDeclaredTraffic) {
+  const Layout& l = GetParam();
+  SchemeOptions o;
+  o.workers = l.workers;
+  o.servers = l.servers;
+  o.placement = l.placement;
+  ParameterServerScheme ps(o);
+  for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{1001}}) {
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::min}) {
+      SCOPED_TRACE(testing::Message() << "count " << count << ", op " << reduce_op_name(op));
+      MeasureRequest req;
+      req.count = count;
+      req.op = op;
+      req.dtype = DType::i32;
+      req.warmup_iters = 0;
+      req.iters = 2;
+      const Measurement m = measure(ps, req);
+      EXPECT_EQ(m.wrong, 0u);
+      for (int e = 0; e < ps.endpoints(); ++e) {
+        EXPECT_EQ(m.traffic[e], ps.expected_traffic(e, count, req.dtype)) << "endpoint " << e;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, PsLayouts,
+    ::testing::Values(Layout{1, 1, ServerPlacement::dedicated},
+                      Layout{1, 3, ServerPlacement::dedicated},
+                      Layout{1, 3, ServerPlacement::colocated},
+                      Layout{2, 4, ServerPlacement::colocated},
+                      Layout{3, 7, ServerPlacement::colocated},
+                      Layout{3, 5, ServerPlacement::dedicated},
+                      Layout{6, 4, ServerPlacement::colocated},
+                      Layout{5, 2, ServerPlacement::dedicated}),
+    [](const ::testing::TestParamInfo<Layout>& info) {
+      const Layout& l = info.param;
+      return "w" + std::to_string(l.workers) + "_s" + std::to_string(l.servers) +
+             (l.placement == ServerPlacement::dedicated ? "_dedicated" : "_colocated");
+    });
+
+// ---- the cost model under link shaping ------------------------------------------------------
+
+// One dedicated server, W workers with S bytes each, every NIC B bytes/s
+// with latency a: the server's ingress takes W S / B for the pushes, its
+// egress as long for the pulls, so one round is 2 (a + W S / B) (DESIGN.md).
+TEST(PsShaped, OneServerTimeGrowsWithWorkers) {
+  const LinkSpec nic{100e6, 1e-3};
+  const std::size_t count = std::size_t{1} << 20;  // 4 MiB of f32
+  const double bytes = static_cast<double>(count * sizeof(float));
+  std::vector<double> times;
+  for (int workers : {2, 4}) {
+    SCOPED_TRACE(testing::Message() << workers << " workers");
+    SchemeOptions o;
+    o.workers = workers;
+    o.servers = 1;
+    o.placement = ServerPlacement::dedicated;
+    ParameterServerScheme ps(o);
+    MeasureRequest req;
+    req.count = count;
+    req.warmup_iters = 1;
+    req.iters = 1;
+    req.transport.shaping = Topology::grouped(workers, 1, 1, LinkSpec{}, nic);
+    const Measurement m = measure(ps, req);
+    EXPECT_EQ(m.wrong, 0u);
+
+    const double model = 2 * (nic.latency_seconds + workers * bytes / nic.bytes_per_second);
+    EXPECT_GT(m.median(), 0.7 * model) << "model " << model << " s";
+    EXPECT_LT(m.median(), 1.6 * model) << "model " << model << " s";
+    RecordProperty("seconds_w" + std::to_string(workers), std::to_string(m.median()));
+    RecordProperty("model_w" + std::to_string(workers), std::to_string(model));
+    times.push_back(m.median());
+
+    // The server's ingress took in one whole gradient per worker.
+    const Traffic& server = m.traffic[static_cast<std::size_t>(workers)];
+    EXPECT_EQ(server.bytes_received, static_cast<std::uint64_t>(workers) * count * sizeof(float));
+    EXPECT_EQ(server.messages_received, static_cast<std::uint64_t>(workers));
+    EXPECT_EQ(server.bytes_sent, server.bytes_received);
+  }
+  // Twice the workers, twice the time (model: 1.99x): the server's NIC is
+  // the bottleneck. Generous above, for slow (sanitised, shared) machines.
+  EXPECT_GT(times[1] / times[0], 1.5);
+  EXPECT_LT(times[1] / times[0], 3.0);
+}
+
+}  // namespace
+}  // namespace gradex
