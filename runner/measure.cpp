@@ -53,6 +53,9 @@ Measurement measure(Scheme& scheme, const MeasureRequest& request) {
       scheme.allreduce(comm, data, request.op);
       const double t1 = comm.clock().now();
       last = comm.traffic();
+      // Nobody checks results while a slower rank is still being timed:
+      // the check would compete with it for the CPU.
+      comm.barrier();
       if (it >= 0) {
         mine[static_cast<std::size_t>(it)] = t1 - t0;
         if (is_worker) wrong += count_wrong(data, workers, request.op);
