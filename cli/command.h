@@ -1,0 +1,27 @@
+// One subcommand of the gradex CLI: its CLI11 sub-app (flags and help) and
+// the action that runs it once parsed. Each subcommand lives in its own
+// file; main.cpp only lists them.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace gradex::cli {
+
+// Exit codes shared by every subcommand.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;    // a run failed: timeout, lost peer
+inline constexpr int kExitBadInput = 2;  // malformed scenario, wrong flag
+inline constexpr int kExitWrong = 3;     // results wrong or traffic off-model
+
+struct Command {
+  CLI::App* app;
+  std::function<int()> run;
+};
+
+Command add_run_command(CLI::App& parent);
+Command add_validate_command(CLI::App& parent);
+Command add_list_command(CLI::App& parent);
+
+}  // namespace gradex::cli

@@ -1,0 +1,35 @@
+#include "cli/scenario_flags.h"
+
+#include "common/errors.h"
+#include "common/scenario.h"
+#include "schemes/registry.h"
+
+namespace gradex::cli {
+
+void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags) {
+  cmd.add_option("scenario", flags.scenario, "scenario file (JSON)")->required();
+  cmd.add_option("--schemes", flags.schemes, "run only these schemes (overrides the scenario)")
+      ->delimiter(',');
+  cmd.add_option("--workers", flags.workers, "worker counts to run (overrides the scenario)")
+      ->delimiter(',');
+}
+
+RunPlan load_plan(const ScenarioFlags& flags) {
+  Scenario s = load_scenario(flags.scenario);
+  if (!flags.schemes.empty()) {
+    s.schemes = flags.schemes;
+    s.all_schemes = false;
+    for (const auto& name : s.schemes) find_scheme(name, "--schemes");
+  }
+  if (!flags.workers.empty()) {
+    for (int w : flags.workers) {
+      if (w < 1 || w > 1024) throw ConfigError("--workers", "must be between 1 and 1024");
+    }
+    s.workers = flags.workers;
+  }
+  if (!flags.output.empty()) s.output = flags.output;
+  if (flags.no_output) s.output.clear();
+  return plan_runs(std::move(s));
+}
+
+}  // namespace gradex::cli

@@ -1,0 +1,22 @@
+// gradex validate: parse and plan a scenario without running anything.
+#include <iostream>
+#include <memory>
+
+#include "cli/command.h"
+#include "cli/scenario_flags.h"
+
+namespace gradex::cli {
+
+Command add_validate_command(CLI::App& parent) {
+  auto flags = std::make_shared<ScenarioFlags>();
+  CLI::App* cmd = parent.add_subcommand("validate", "check a scenario without running it");
+  add_scenario_flags(*cmd, *flags);
+  return {cmd, [flags] {
+            RunPlan plan = load_plan(*flags);
+            std::cout << flags->scenario << ": valid (" << plan.runs.size() << " runs x "
+                      << plan.scenario.sizes.size() << " sizes)\n";
+            return kExitOk;
+          }};
+}
+
+}  // namespace gradex::cli
