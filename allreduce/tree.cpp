@@ -103,10 +103,21 @@ void TreeScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
 
   // up[2j + t]: segment j of half t on its way to the parent.
   std::vector<Request> up(2 * seg.count);
+  // A leaf of tree t has nothing to wait for: all its segments go up at
+  // once, so its sends never queue behind its waits in the other tree.
+  bool leaf[2];
+  for (int t = 0; t < 2; ++t) {
+    leaf[t] = tree[t].child_count() == 0;
+    if (!leaf[t] || tree[t].parent < 0) continue;
+    for (std::size_t j = 0; j < seg.count; ++j) {
+      const Tensor s = seg.of(half[t], j);
+      if (s.count) up[2 * j + t] = comm.isend(tree[t].parent, s.data, s.bytes(), kUpTag[t]);
+    }
+  }
   for (std::size_t j = 0; j < seg.count; ++j) {
     for (int t = 0; t < 2; ++t) {
       const Tensor s = seg.of(half[t], j);
-      if (s.count == 0) continue;  // half 1 may have one segment fewer
+      if (s.count == 0 || leaf[t]) continue;  // half 1 may have one segment fewer
       for (int child : tree[t].children) {
         if (child < 0) continue;
         Request rq = comm.irecv_reduce(child, s, combine, kUpTag[t]);
