@@ -78,6 +78,28 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, ReduceKernels,
                          ::testing::Combine(::testing::ValuesIn(kAllDTypes),
                                             ::testing::ValuesIn(kAllReduceOps)));
 
+// The block kernels convert 16-bit floats on their own fast paths (F16C,
+// branch-free bf16); adding zero must give back every finite value exactly
+// and keep NaN a NaN.
+TEST(ReduceKernels, SixteenBitPathsRoundTripEveryValue) {
+  for (DType t : {DType::f16, DType::bf16}) {
+    std::vector<std::uint16_t> all(0x10000), zero(0x10000, 0), out(0x10000);
+    for (std::uint32_t i = 0; i < 0x10000; ++i) all[i] = static_cast<std::uint16_t>(i);
+    reduce_pair(out.data(), all.data(), zero.data(), all.size(), t, ReduceOp::sum);
+    for (std::uint32_t i = 0; i < 0x10000; ++i) {
+      const float in = t == DType::f16 ? half_to_float(all[i]) : bf16_to_float(all[i]);
+      const float got = t == DType::f16 ? half_to_float(out[i]) : bf16_to_float(out[i]);
+      if (std::isnan(in)) {
+        EXPECT_TRUE(std::isnan(got)) << dtype_name(t) << " " << std::hex << i;
+      } else if (in == 0) {
+        EXPECT_EQ(got, 0.0f);  // -0 + +0 is +0
+      } else {
+        EXPECT_EQ(out[i], all[i]) << dtype_name(t) << " " << std::hex << i;
+      }
+    }
+  }
+}
+
 TEST(Verify, CountsWrongElements) {
   const int workers = 5;
   std::vector<float> v(100);
