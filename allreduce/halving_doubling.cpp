@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "common/cost_model.h"
 #include "common/errors.h"
 
 namespace gradex {
@@ -162,6 +163,30 @@ Traffic HalvingDoublingScheme::expected_traffic(int endpoint, std::size_t count,
     receive(s.give_count);
   }
   return t;
+}
+
+// Step by step as scheduled above: halving at distances p/2 .. 1 moves
+// S/2, S/4, ... S/p each way between partners (both directions at once,
+// each on its own ports), doubling retraces it; the slowest partner pair
+// of a step paces it.
+double HalvingDoublingScheme::model_time(std::size_t bytes, const Topology& topology) const {
+  const int n = workers();
+  if (n <= 1 || bytes == 0) return 0;
+  const Fold fold(n);
+  double total = 0;
+  double part = static_cast<double>(bytes);
+  for (int d = fold.p / 2; d >= 1; d /= 2) {
+    part /= 2;
+    std::vector<std::pair<int, int>> pairs;
+    for (int v = 0; v < fold.p; ++v) pairs.emplace_back(fold.world(v), fold.world(v ^ d));
+    total += 2 * slowest_message(topology, pairs, part);  // halving + its doubling
+  }
+  if (fold.rem > 0) {
+    std::vector<std::pair<int, int>> pairs;
+    for (int r = 0; r < 2 * fold.rem; r += 2) pairs.emplace_back(r, r + 1);
+    total += 2 * slowest_message(topology, pairs, static_cast<double>(bytes));
+  }
+  return total;
 }
 
 }  // namespace gradex

@@ -16,6 +16,9 @@ class HalvingDoublingScheme final : public Scheme {
   using Scheme::Scheme;
   void allreduce(Comm& comm, Tensor data, ReduceOp op) override;
   Traffic expected_traffic(int endpoint, std::size_t count, DType dtype) const override;
+  // 2 log2(p) a + 2 (p-1)/p S / B on the core of p ranks, plus a fold and
+  // an unfold of the whole buffer, 2 (a + S / B), when n is not p.
+  double model_time(std::size_t bytes, const Topology& topology) const override;
 };
 
 }  // namespace gradex

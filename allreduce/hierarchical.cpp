@@ -1,5 +1,6 @@
 #include "allreduce/hierarchical.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,22 @@ Traffic HierarchicalScheme::expected_traffic(int endpoint, std::size_t count, DT
   t += inner_->expected_traffic(node, blocks.size(local), dtype);
   t += ring_all_gather_traffic(local, g, count, dtype, seg);
   return t;
+}
+
+double HierarchicalScheme::model_time(std::size_t bytes, const Topology& topology) const {
+  const int g = options().ranks_per_node;
+  const int m = nodes();
+  double intra = 0;  // the slowest node's ring phase
+  for (int k = 0; k < m; ++k) {
+    std::vector<int> members;
+    for (int l = 0; l < g; ++l) members.push_back(k * g + l);
+    intra = std::max(intra, ring_phase_model_time(topology, members, static_cast<double>(bytes)));
+  }
+  // The inner scheme sees one endpoint per node over the inter-node links.
+  Topology between = Topology::grouped(m, 1, 0, topology.intra, topology.inter);
+  if (topology.nic_per_node && !between.inter.unlimited()) between.inter.bytes_per_second /= g;
+  const std::size_t block = bytes / static_cast<std::size_t>(g);
+  return 2 * intra + (m > 1 ? inner_->model_time(block, between) : 0.0);
 }
 
 }  // namespace gradex

@@ -32,6 +32,10 @@ class HierarchicalScheme final : public Scheme {
 
   void allreduce(Comm& comm, Tensor data, ReduceOp op) override;
   Traffic expected_traffic(int endpoint, std::size_t count, DType dtype) const override;
+  // The sum of the three phases, each with its own links: two intra-node
+  // ring phases of S, and the inner scheme's model on S/G between nodes
+  // (with one NIC per node, the G concurrent inner all-reduces share it).
+  double model_time(std::size_t bytes, const Topology& topology) const override;
 
   int nodes() const { return workers() / options().ranks_per_node; }
 

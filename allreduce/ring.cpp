@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "allreduce/segments.h"
+#include "common/cost_model.h"
 #include "common/errors.h"
 
 namespace gradex {
@@ -110,6 +111,21 @@ Traffic RingScheme::expected_traffic(int endpoint, std::size_t count, DType dtyp
   Traffic t = ring_reduce_scatter_traffic(endpoint, workers(), count, dtype, seg);
   t += ring_all_gather_traffic(endpoint, workers(), count, dtype, seg);
   return t;
+}
+
+double ring_phase_model_time(const Topology& topology, const std::vector<int>& members,
+                             double bytes) {
+  const std::size_t n = members.size();
+  if (n <= 1) return 0;
+  std::vector<std::pair<int, int>> hops;
+  for (std::size_t i = 0; i < n; ++i) hops.emplace_back(members[i], members[(i + 1) % n]);
+  return static_cast<double>(n - 1) * slowest_message(topology, hops, bytes / static_cast<double>(n));
+}
+
+double RingScheme::model_time(std::size_t bytes, const Topology& topology) const {
+  std::vector<int> ring(static_cast<std::size_t>(workers()));
+  for (int r = 0; r < workers(); ++r) ring[static_cast<std::size_t>(r)] = r;
+  return 2 * ring_phase_model_time(topology, ring, static_cast<double>(bytes));
 }
 
 }  // namespace gradex

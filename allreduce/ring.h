@@ -3,6 +3,8 @@
 // buffer, so every rank sends 2(n-1)/n of it: the bandwidth-optimal bound.
 #pragma once
 
+#include <vector>
+
 #include "common/comm.h"
 #include "common/scheme.h"
 
@@ -20,11 +22,21 @@ Traffic ring_reduce_scatter_traffic(int rank, int n, std::size_t count, DType dt
 Traffic ring_all_gather_traffic(int rank, int n, std::size_t count, DType dtype,
                                 std::size_t segment_bytes);
 
+// Cost model of one ring phase (reduce-scatter or all-gather) of `bytes`
+// over endpoints `members` of `topology`, in ring order: n-1 steps, each
+// moving a block of bytes/n from every member to the next at once. A rank
+// forwards only what it has received, so the slowest hop paces every step.
+double ring_phase_model_time(const Topology& topology, const std::vector<int>& members,
+                             double bytes);
+
 class RingScheme final : public Scheme {
  public:
   using Scheme::Scheme;
   void allreduce(Comm& comm, Tensor data, ReduceOp op) override;
   Traffic expected_traffic(int endpoint, std::size_t count, DType dtype) const override;
+  // 2(n-1) (a + S / (n B)) over the slowest hop: DESIGN.md's
+  // 2(n-1) a + 2 (n-1)/n S / B.
+  double model_time(std::size_t bytes, const Topology& topology) const override;
 };
 
 }  // namespace gradex

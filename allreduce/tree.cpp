@@ -1,8 +1,10 @@
 #include "allreduce/tree.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "allreduce/segments.h"
+#include "common/cost_model.h"
 #include "common/errors.h"
 
 namespace gradex {
@@ -170,6 +172,39 @@ Traffic TreeScheme::expected_traffic(int endpoint, std::size_t count, DType dtyp
     t.messages_received += degree * messages;
   }
   return t;
+}
+
+double TreeScheme::model_time(std::size_t bytes, const Topology& topology) const {
+  const int n = workers();
+  if (n <= 1 || bytes == 0) return 0;
+  // The slowest parent-child link of either tree, and the depth.
+  std::vector<std::pair<int, int>> edges;
+  int depth = 0;
+  for (int which = 0; which < 2; ++which) {
+    for (int r = 0; r < n; ++r) {
+      const TreeLinks links = double_tree(n, r, which);
+      if (links.parent >= 0) edges.emplace_back(r, links.parent);
+      int d = 0;
+      for (int up = r; double_tree(n, up, which).parent >= 0; up = double_tree(n, up, which).parent) ++d;
+      depth = std::max(depth, d);
+    }
+  }
+  LinkSpec slowest = topology.link(edges.front().first, edges.front().second);
+  for (const auto& [a, b] : edges) {
+    const LinkSpec& l = topology.link(a, b);
+    if (message_time(l, 1e6) > message_time(slowest, 1e6)) slowest = l;
+  }
+  // Bytes through the busiest port, from the declared traffic (f32 counts).
+  const std::size_t count = bytes / dtype_size(DType::f32);
+  double busiest = 0;
+  for (int e = 0; e < n; ++e) {
+    const Traffic t = expected_traffic(e, count, DType::f32);
+    busiest = std::max({busiest, static_cast<double>(t.bytes_sent),
+                        static_cast<double>(t.bytes_received)});
+  }
+  const double segment = std::min(static_cast<double>(options().segment_bytes), bytes / 2.0);
+  const double bandwidth = slowest.unlimited() ? 0.0 : busiest / slowest.bytes_per_second;
+  return bandwidth + 2 * depth * message_time(slowest, segment);
 }
 
 }  // namespace gradex

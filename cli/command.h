@@ -21,7 +21,10 @@ struct Command {
 };
 
 Command add_run_command(CLI::App& parent);
+Command add_simulate_command(CLI::App& parent);
 Command add_validate_command(CLI::App& parent);
 Command add_list_command(CLI::App& parent);
+Command add_launch_command(CLI::App& parent);
+Command add_train_command(CLI::App& parent);
 
 }  // namespace gradex::cli

@@ -15,8 +15,9 @@ int main(int argc, char** argv) {
                "halving-doubling, hierarchical) on the same data"};
   app.set_version_flag("--version", "gradex 0.1.0");
   app.require_subcommand(1);
-  const std::vector<Command> commands = {add_run_command(app), add_validate_command(app),
-                                         add_list_command(app)};
+  const std::vector<Command> commands = {add_run_command(app), add_simulate_command(app), add_validate_command(app),
+                                         add_list_command(app), add_train_command(app),
+                                         add_launch_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version
@@ -34,7 +35,8 @@ int main(int argc, char** argv) {
     std::cerr << "gradex: error: " << e.what() << "\n";
     return kExitBadInput;
   } catch (const std::exception& e) {
-    std::cerr << "gradex: run failed: " << e.what() << "\n";
+    // One write, so that lines of several launched ranks never interleave.
+    std::cerr << std::string("gradex: run failed: ") + e.what() + "\n" << std::flush;
     return kExitFailed;
   }
 }

@@ -12,6 +12,8 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags) {
       ->delimiter(',');
   cmd.add_option("--workers", flags.workers, "worker counts to run (overrides the scenario)")
       ->delimiter(',');
+  cmd.add_option("--transport", flags.transport, "transport (overrides the scenario's)")
+      ->check(CLI::IsMember({"inproc", "tcp", "zmq", "sim"}));
 }
 
 RunPlan load_plan(const ScenarioFlags& flags) {
@@ -27,6 +29,8 @@ RunPlan load_plan(const ScenarioFlags& flags) {
     }
     s.workers = flags.workers;
   }
+  if (flags.servers > 0) s.ps_servers = flags.servers;
+  if (!flags.transport.empty()) s.transport = flags.transport;
   if (!flags.output.empty()) s.output = flags.output;
   if (flags.no_output) s.output.clear();
   return plan_runs(std::move(s));

@@ -17,6 +17,8 @@ struct ScenarioFlags {
   std::vector<int> workers;
   std::string output;
   bool no_output = false;
+  int servers = 0;          // > 0: overrides the scenario's ps.servers
+  std::string transport;    // non-empty: overrides the scenario's transport
 };
 
 void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags);

@@ -45,10 +45,12 @@ Request Comm::irecv(int peer, void* data, std::size_t bytes, Tag tag) {
 
 Request Comm::irecv_reduce(int peer, Tensor dst, ReduceOp op, Tag tag) {
   check_peer(peer, "receive");
-  GRADEX_ENFORCE(!dst.phantom(), "irecv_reduce needs real memory");
   Request r;
   r.state_ = start_recv_reduce(peer, dst, op, tag);
-  if (r.state_ == nullptr) {
+  if (r.state_ == nullptr && dst.phantom()) {
+    // Sizes only: the bytes are accounted, nothing is combined.
+    r.state_ = start_recv(peer, nullptr, dst.bytes(), tag);
+  } else if (r.state_ == nullptr) {
     // Generic path: land the bytes in scratch memory, combine after the wait.
     auto scratch = std::make_shared<std::vector<std::byte>>(dst.bytes());
     r.state_ = start_recv(peer, scratch->data(), scratch->size(), tag);

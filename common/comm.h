@@ -76,6 +76,9 @@ class Comm {
   virtual Clock& clock() = 0;
   // How long any single wait may block before it throws TimeoutError.
   virtual std::chrono::milliseconds timeout() const = 0;
+  // True when the transport moves sizes only (a simulator's phantom
+  // buffers): schemes then allocate no payload memory of their own.
+  virtual bool phantom_payloads() const { return false; }
 
   Request isend(int peer, const void* data, std::size_t bytes, Tag tag);
   Request irecv(int peer, void* data, std::size_t bytes, Tag tag);
@@ -130,6 +133,7 @@ class SubComm final : public Comm {
   int size() const override { return static_cast<int>(members_.size()); }
   Clock& clock() override { return parent_.clock(); }
   std::chrono::milliseconds timeout() const override { return parent_.timeout(); }
+  bool phantom_payloads() const override { return parent_.phantom_payloads(); }
   int parent_rank(int rank) const { return members_.at(static_cast<std::size_t>(rank)); }
 
  protected:

@@ -5,6 +5,7 @@
 
 #include "common/errors.h"
 #include "common/json_reader.h"
+#include "common/link_presets.h"
 #include "common/units.h"
 
 namespace gradex {
@@ -78,10 +79,21 @@ LinkSpec read_link(JsonReader& parent, const std::string& key, bool& present) {
     return spec;
   }
   present = true;
+  // A hardware name (common/link_presets.h): "ib_hdr_200g", or an object
+  // {"preset": ..., "latency": ...} to override its latency.
+  if (const auto* name = parent.find(key); name->is_string()) {
+    return find_link_preset(name->get<std::string>(), parent.child(key));
+  }
   JsonReader link = parent.object(key);
   const auto* bw = link.find("bandwidth");
-  if (bw == nullptr) throw ConfigError(link.child("bandwidth"), "missing (e.g. \"25GB/s\" or \"10Gbps\")");
-  if (bw->is_number() && bw->get<double>() > 0) {
+  const auto* preset = link.find("preset");
+  if (preset != nullptr) {
+    if (!preset->is_string()) throw ConfigError(link.child("preset"), "expected a preset name");
+    spec = find_link_preset(preset->get<std::string>(), link.child("preset"));
+    if (bw != nullptr) throw ConfigError(link.child("bandwidth"), "give a preset or a bandwidth, not both");
+  } else if (bw == nullptr) {
+    throw ConfigError(link.child("bandwidth"), "missing (e.g. \"25GB/s\" or \"10Gbps\")");
+  } else if (bw->is_number() && bw->get<double>() > 0) {
     spec.bytes_per_second = bw->get<double>();
   } else if (bw->is_string()) {
     spec.bytes_per_second = parse_rate(bw->get<std::string>(), link.child("bandwidth"));
@@ -127,9 +139,11 @@ Scenario parse_scenario(const nlohmann::json& document) {
   s.workers = read_workers(root.find("workers"), "/workers");
   s.ranks_per_node = static_cast<int>(root.integer("ranks_per_node", 1, 1, kMaxInprocRanks));
   s.transport = one_of(root, "transport", "inproc", {"inproc", "tcp", "zmq", "sim", "nccl"});
-  if (s.transport != "inproc") {
+  if (s.transport != "inproc" && s.transport != "tcp" && s.transport != "zmq" &&
+      s.transport != "sim") {
     throw ConfigError("/transport", "transport '" + s.transport +
-                                        "' is not available in this build (available: inproc)");
+                                        "' is not available in this build (available: inproc, "
+                                        "tcp, zmq, sim)");
   }
 
   const auto* schemes = root.find("schemes");

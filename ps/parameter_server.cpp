@@ -1,8 +1,10 @@
 #include "ps/parameter_server.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 
+#include "common/cost_model.h"
 #include "common/errors.h"
 #include "ps/server.h"
 #include "ps/worker.h"
@@ -56,6 +58,32 @@ Traffic ParameterServerScheme::expected_traffic(int endpoint, std::size_t count,
     t.messages_sent += peers;
   }
   return t;
+}
+
+double ParameterServerScheme::model_time(std::size_t bytes, const Topology& topology) const {
+  if (bytes == 0) return 0;
+  // Every endpoint's pushes leave (or arrive) in one phase and the pulls
+  // in the other, so the declared bytes sent or received (f32 counts) are
+  // what one port carries in a phase; the busiest port and the slowest
+  // worker-server link set its pace. Co-located, a host's sends mix its
+  // pushes with its replies, so the model is an upper estimate there.
+  const std::size_t count = bytes / dtype_size(DType::f32);
+  double busiest = 0;
+  for (int e = 0; e < endpoints(); ++e) {
+    const Traffic t = expected_traffic(e, count, DType::f32);
+    busiest = std::max({busiest, static_cast<double>(t.bytes_sent),
+                        static_cast<double>(t.bytes_received)});
+  }
+  if (busiest == 0) return 0;  // everything is local (one worker hosting every server)
+  std::vector<std::pair<int, int>> links;
+  for (int w = 0; w < workers(); ++w) {
+    for (int k = 0; k < layout_.servers(); ++k) links.emplace_back(w, layout_.host(k));
+  }
+  double phase = 0;  // the slowest link carrying the busiest port's bytes
+  for (const auto& [w, h] : links) {
+    if (w != h) phase = std::max(phase, message_time(topology.link(w, h), busiest));
+  }
+  return 2 * phase;
 }
 
 }  // namespace gradex

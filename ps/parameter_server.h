@@ -27,6 +27,10 @@ class ParameterServerScheme final : public Scheme {
   // server endpoints, given a phantom tensor, run the server role only.
   void allreduce(Comm& comm, Tensor data, ReduceOp op) override;
   Traffic expected_traffic(int endpoint, std::size_t count, DType dtype) const override;
+  // Push, then pull, each a + (bytes through the busiest port) / B: with
+  // dedicated servers 2 (a + W S / (k B)) (DESIGN.md), and a worker's own
+  // NIC when it is the busier (more servers than workers, co-location).
+  double model_time(std::size_t bytes, const Topology& topology) const override;
 
  private:
   ServerLayout layout_;

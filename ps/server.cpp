@@ -12,8 +12,11 @@ void serve_round(Comm& comm, int workers, int server, std::size_t count, DType d
   // The server's own memory: a dedicated server holds no gradient, and a
   // co-located one must not touch its worker's buffer, which is still
   // being pushed from and pulled into.
-  std::vector<std::byte> storage(count * dtype_size(dtype));
-  const Tensor acc{storage.data(), count, dtype};
+  // A phantom-payload transport (the simulator) gets a phantom accumulator:
+  // the same messages, no memory.
+  const bool phantom = comm.phantom_payloads();
+  std::vector<std::byte> storage(phantom ? 0 : count * dtype_size(dtype));
+  const Tensor acc{phantom ? nullptr : storage.data(), count, dtype};
 
   // Push: the first contribution is copied in (no identity element needed,
   // which min and max lack); the others are combined one at a time, since

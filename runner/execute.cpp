@@ -1,8 +1,43 @@
 #include "runner/execute.h"
 
 #include "runner/measure.h"
+#include "runner/measure_group.h"
+#include "runner/measure_sim.h"
 
 namespace gradex {
+
+ResultRow result_row(const Scenario& sc, const PlannedRun& run, std::size_t count,
+                     const Measurement& m, const Topology& topo) {
+  const Scheme& scheme = *run.instance;
+  const int endpoints = scheme.endpoints();
+  ResultRow row;
+  row.scheme = run.scheme;
+  row.workers = run.workers;
+  row.endpoints = endpoints;
+  row.count = count;
+  row.bytes = count * dtype_size(sc.dtype);
+  row.dtype = sc.dtype;
+  row.op = sc.op;
+  row.time = m.median();
+  row.time_min = m.min();
+  row.time_max = m.max();
+  row.algbw = row.time > 0 ? static_cast<double>(row.bytes) / row.time : 0;
+  row.busbw = row.algbw * scheme.bus_factor();
+  row.wrong = m.wrong;
+  row.model_time = scheme.model_time(row.bytes, topo);
+  row.traffic = m.traffic;
+  for (int e = 0; e < endpoints; ++e) {
+    const Traffic want = scheme.expected_traffic(e, count, sc.dtype);
+    row.link_bytes += m.traffic[static_cast<std::size_t>(e)].bytes_sent;
+    row.expected_link_bytes += want.bytes_sent;
+    if (!(m.traffic[static_cast<std::size_t>(e)] == want)) row.traffic_matches = false;
+  }
+  const double capacity = sc.network.shaped ? topo.egress_capacity() : 0;
+  if (capacity > 0 && row.time > 0) {
+    row.utilisation = static_cast<double>(row.link_bytes) / (capacity * row.time);
+  }
+  return row;
+}
 
 std::vector<ResultRow> execute_plan(
     const RunPlan& plan, const std::function<void(const PlannedRun&, const ResultRow&)>& on_row) {
@@ -21,32 +56,10 @@ std::vector<ResultRow> execute_plan(
     if (sc.network.shaped) req.transport.shaping = topo;
     for (std::size_t bytes : sc.sizes) {
       req.count = bytes / dtype_size(sc.dtype);
-      const Measurement m = measure(scheme, req);
-      ResultRow row;
-      row.scheme = run.scheme;
-      row.workers = run.workers;
-      row.endpoints = endpoints;
-      row.count = req.count;
-      row.bytes = req.count * dtype_size(sc.dtype);
-      row.dtype = sc.dtype;
-      row.op = sc.op;
-      row.time = m.median();
-      row.time_min = m.min();
-      row.time_max = m.max();
-      row.algbw = row.time > 0 ? static_cast<double>(row.bytes) / row.time : 0;
-      row.busbw = row.algbw * scheme.bus_factor();
-      row.wrong = m.wrong;
-      row.traffic = m.traffic;
-      for (int e = 0; e < endpoints; ++e) {
-        const Traffic want = scheme.expected_traffic(e, req.count, sc.dtype);
-        row.link_bytes += m.traffic[static_cast<std::size_t>(e)].bytes_sent;
-        row.expected_link_bytes += want.bytes_sent;
-        if (!(m.traffic[static_cast<std::size_t>(e)] == want)) row.traffic_matches = false;
-      }
-      const double capacity = sc.network.shaped ? topo.egress_capacity() : 0;
-      if (capacity > 0 && row.time > 0) {
-        row.utilisation = static_cast<double>(row.link_bytes) / (capacity * row.time);
-      }
+      const Measurement m = sc.transport == "inproc" ? measure(scheme, req)
+                            : sc.transport == "sim"  ? measure_simulated(scheme, req, topo)
+                                : measure_endpoint_threads(sc.transport, scheme, req);
+      ResultRow row = result_row(sc, run, req.count, m, topo);
       on_row(run, row);
       rows.push_back(std::move(row));
     }

@@ -24,6 +24,7 @@ struct ResultRow {
   double time_max = 0;
   double algbw = 0;  // bytes / time
   double busbw = 0;  // algbw * the scheme's bus factor
+  double model_time = 0;  // Scheme::model_time: the alpha-beta prediction, seconds
   std::size_t wrong = 0;
   // Link bytes sent by all endpoints / (summed egress capacity x time);
   // negative when the network is unshaped (no capacity to compare with).
@@ -33,6 +34,12 @@ struct ResultRow {
   std::vector<Traffic> traffic;           // counted, per endpoint
   bool traffic_matches = true;            // counted == declared, per endpoint
 };
+
+// One table row from a measurement of `run` at `count` elements (shared by
+// the in-process runner and the launched multi-process run).
+struct Measurement;
+ResultRow result_row(const Scenario& scenario, const PlannedRun& run, std::size_t count,
+                     const Measurement& m, const Topology& topology);
 
 // Calls `on_row` as each row completes (for live tables) and returns all.
 std::vector<ResultRow> execute_plan(const RunPlan& plan,

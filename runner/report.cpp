@@ -134,7 +134,7 @@ void print_summary(std::ostream& out, const Scenario& s, const std::vector<Resul
 std::string results_csv(const std::vector<ResultRow>& rows) {
   std::ostringstream out;
   out << "scheme,workers,endpoints,bytes,count,dtype,op,time_s,time_min_s,time_max_s,algbw_Bps,"
-         "busbw_Bps,wrong,utilisation,link_bytes,expected_link_bytes,traffic_matches\n";
+         "busbw_Bps,wrong,utilisation,link_bytes,expected_link_bytes,traffic_matches,model_time_s\n";
   out << std::setprecision(9);
   for (const ResultRow& r : rows) {
     out << r.scheme << ',' << r.workers << ',' << r.endpoints << ',' << r.bytes << ',' << r.count
@@ -143,7 +143,7 @@ std::string results_csv(const std::vector<ResultRow>& rows) {
         << ',';
     if (r.utilisation >= 0) out << r.utilisation;
     out << ',' << r.link_bytes << ',' << r.expected_link_bytes << ','
-        << (r.traffic_matches ? "true" : "false") << '\n';
+        << (r.traffic_matches ? "true" : "false") << ',' << r.model_time << '\n';
   }
   return out.str();
 }
@@ -164,7 +164,7 @@ nlohmann::json results_json(const Scenario& s, const std::vector<ResultRow>& row
         {"algbw_Bps", r.algbw},   {"busbw_Bps", r.busbw},
         {"wrong", r.wrong},       {"link_bytes", r.link_bytes},
         {"expected_link_bytes", r.expected_link_bytes},
-        {"traffic_matches", r.traffic_matches}};
+        {"traffic_matches", r.traffic_matches}, {"model_time_s", r.model_time}};
     row["utilisation"] = r.utilisation >= 0 ? nlohmann::json(r.utilisation) : nlohmann::json();
     auto& per = row["traffic"] = nlohmann::json::array();
     for (const Traffic& t : r.traffic) {

@@ -8,6 +8,9 @@ packages=(
   nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-matplotlib
+  libboost-context-dev
+  libboost-dev libboost-system-dev libzmq3-dev cppzmq-dev
+  libeigen3-dev zlib1g-dev dataset-fashion-mnist
 )
 
 missing=()

@@ -1,0 +1,187 @@
+// gradex launch: the same run as `gradex run`, with every endpoint a
+// process of its own talking over TCP or ZeroMQ. Two roles, one binary:
+//  - launcher (`-n N`, no rank in the environment): starts the N workers
+//    (+ dedicated servers) on this machine, each with GRADEX_RANK,
+//    GRADEX_WORLD_SIZE, GRADEX_RENDEZVOUS and GRADEX_TOKEN, and watches them;
+//  - participant (rank in the environment, from gradex, mpirun or srun):
+//    rank 0 hosts the rendezvous store, everyone registers its address,
+//    connects to the others, runs the plan; rank 0 prints the table and
+//    writes the results.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <sstream>
+
+// Boost 1.74's asio/awaitable.hpp uses std::exchange without including it.
+#include <utility>
+
+#include <boost/asio.hpp>
+
+#include "cli/command.h"
+#include "cli/scenario_flags.h"
+#include "common/errors.h"
+#include "common/group_endpoint.h"
+#include "common/tcp/rendezvous.h"
+#include "runner/group_run.h"
+#include "runner/launch_env.h"
+#include "runner/report.h"
+#include "runner/spawn.h"
+
+namespace gradex::cli {
+
+namespace {
+
+struct LaunchFlags {
+  ScenarioFlags scenario;
+  int workers = 0;
+  bool quiet = false;
+};
+
+std::string random_token() {
+  std::random_device rd;
+  std::ostringstream s;
+  for (int i = 0; i < 4; ++i) s << std::hex << rd();
+  return s.str();
+}
+
+// A port nobody uses right now, for rank 0's store. Another program could
+// take it before rank 0 binds it; rank 0 then fails with a clear error.
+int free_loopback_port() {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor a(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  return a.local_endpoint().port();
+}
+
+// The participant's command line: the launcher's, minus what only the
+// launcher needs.
+std::vector<std::string> participant_args(const LaunchFlags& f) {
+  std::vector<std::string> a = {"launch", f.scenario.scenario, "-n", std::to_string(f.workers)};
+  if (f.scenario.servers > 0) a.insert(a.end(), {"--servers", std::to_string(f.scenario.servers)});
+  if (!f.scenario.transport.empty()) a.insert(a.end(), {"--transport", f.scenario.transport});
+  if (!f.scenario.schemes.empty()) {
+    std::string s;
+    for (const auto& n : f.scenario.schemes) s += (s.empty() ? "" : ",") + n;
+    a.insert(a.end(), {"--schemes", s});
+  }
+  if (!f.scenario.output.empty()) a.insert(a.end(), {"-o", f.scenario.output});
+  if (f.scenario.no_output) a.push_back("--no-output");
+  if (f.quiet) a.push_back("-q");
+  return a;
+}
+
+int run_launcher(const LaunchFlags& f, const RunPlan& plan) {
+  const int size = group_size(plan);
+  const char* token = std::getenv("GRADEX_TOKEN");
+  const EnvVars env = {
+      {"GRADEX_RENDEZVOUS", "127.0.0.1:" + std::to_string(free_loopback_port())},
+      {"GRADEX_TOKEN", token && *token ? token : random_token()},
+  };
+  const auto children = spawn_ranks(participant_args(f), size, env);
+  // After a failure the survivors end within their own wait timeout.
+  return supervise(children, plan.scenario.timeout + std::chrono::seconds(5), std::cerr);
+}
+
+int run_participant(const LaunchEnv& env, const LaunchFlags& f, const RunPlan& plan) {
+  const int size = group_size(plan);
+  const std::string size_var = env.source == "GRADEX" ? "GRADEX_WORLD_SIZE"
+                               : env.source == "OMPI" ? "OMPI_COMM_WORLD_SIZE"
+                                                      : "SLURM_NTASKS";
+  if (env.size != size) {
+    throw ConfigError(size_var, detail::concat(env.size, " processes, but the plan needs ", size,
+                                               " endpoints (workers plus dedicated servers)"));
+  }
+  const Scenario& sc = plan.scenario;
+  EndpointOptions options;
+  options.timeout = sc.timeout;
+  options.token = env.token;
+  options.bind_host = env.bind_host;
+  options.advertise_host = env.advertise;
+  const auto owned = make_group_endpoint(sc.transport, env.rank, size, options);
+  GroupEndpoint& endpoint = *owned;
+  {
+    std::unique_ptr<tcp::RendezvousServer> store;
+    if (env.rank == 0) {
+      store = std::make_unique<tcp::RendezvousServer>(env.rendezvous, size, env.token, sc.timeout);
+    }
+    const auto addresses =
+        tcp::rendezvous(env.rendezvous, env.rank, size, env.token, endpoint.address(), sc.timeout);
+    endpoint.connect(addresses);
+  }
+  std::ostream& out = std::cout;
+  const bool printing = env.rank == 0;
+  if (printing) {
+    print_preamble(out, sc);
+    out << "# launched: " << size << " processes over " << sc.transport << " (ranks from "
+        << env.source << " variables)" << std::endl;
+  }
+  std::vector<ResultRow> rows;
+  try {
+    const PlannedRun* current = nullptr;
+    rows = execute_plan_on_group(
+        plan, endpoint, [&](const std::optional<Topology>& t) { endpoint.set_shaping(t); },
+        [&](const PlannedRun& run, const ResultRow& row) {
+          if (f.quiet) return;
+          if (current != &run) {
+            print_run_header(out, run);
+            current = &run;
+          }
+          print_row(out, row);
+          out.flush();
+        });
+    endpoint.close();
+  } catch (const PeerLostError& e) {
+    endpoint.abort(e.peer(), e.what());
+    throw;
+  } catch (const std::exception& e) {
+    endpoint.abort(env.rank, e.what());
+    throw;
+  }
+  if (!printing) return kExitOk;
+  print_summary(out, sc, rows);
+  if (!sc.output.empty()) {
+    write_results(sc.output, sc, rows);
+    out << "# results written to " << sc.output << "/results.{csv,json}\n";
+  }
+  return all_correct(rows) ? kExitOk : kExitWrong;
+}
+
+}  // namespace
+
+Command add_launch_command(CLI::App& parent) {
+  auto f = std::make_shared<LaunchFlags>();
+  CLI::App* cmd = parent.add_subcommand(
+      "launch", "run a scenario with every endpoint a process of its own (TCP); also joins a run "
+                "from GRADEX_RANK/GRADEX_WORLD_SIZE/GRADEX_RENDEZVOUS, mpirun or srun");
+  add_scenario_flags(*cmd, f->scenario);
+  cmd->add_option("-n", f->workers, "worker processes (overrides the scenario's workers)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--servers", f->scenario.servers,
+                  "dedicated parameter-server processes (overrides ps.servers)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("-o,--output", f->scenario.output,
+                  "folder for results.csv and results.json (overrides the scenario's \"output\")");
+  cmd->add_flag("--no-output", f->scenario.no_output, "write no result files");
+  cmd->add_flag("-q,--quiet", f->quiet, "print only the summary");
+  return {cmd, [f] {
+            if (f->workers > 0) f->scenario.workers = {f->workers};
+            const RunPlan plan = load_plan(f->scenario);
+            if (plan.scenario.transport != "tcp" && plan.scenario.transport != "zmq") {
+              throw ConfigError("/transport", "gradex launch needs a process transport (tcp, zmq); "
+                                              "the scenario says '" +
+                                                  plan.scenario.transport +
+                                                  "' (use --transport tcp)");
+            }
+            if (plan.scenario.workers.size() != 1) {
+              throw ConfigError("-n", "a launched run has one worker count: give -n");
+            }
+            const auto env = launch_env([](const char* name) { return std::getenv(name); });
+            if (env) return run_participant(*env, *f, plan);
+            if (f->workers == 0) throw ConfigError("-n", "required to start the processes");
+            return run_launcher(*f, plan);
+          }};
+}
+
+}  // namespace gradex::cli

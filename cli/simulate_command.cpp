@@ -1,0 +1,105 @@
+// gradex simulate: a scenario on the simulator (transport "sim"), whatever
+// the scenario's own transport, printed as one table per run with the
+// alpha-beta model beside the simulated time, and written as the usual
+// results.{csv,json} (model_time_s column). --servers sweeps the number of
+// parameter servers (BytePS-style dedicated machines) as well.
+#include <chrono>
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/scenario_flags.h"
+#include "common/units.h"
+#include "runner/execute.h"
+#include "runner/report.h"
+
+namespace gradex::cli {
+
+namespace {
+
+std::string fixed(const char* format, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, value);
+  return buf;
+}
+
+void print_header(std::ostream& out, const PlannedRun& run, int servers) {
+  out << "#\n# " << run.scheme << " (simulated): workers " << run.workers << ", endpoints "
+      << run.instance->endpoints();
+  if (run.scheme.rfind("ps", 0) == 0) out << ", servers " << servers;
+  out << "\n#" << std::setw(11) << "size" << std::setw(14) << "model" << std::setw(14)
+      << "simulated" << std::setw(9) << "sim/mod" << std::setw(10) << "busbw" << std::setw(8)
+      << "util" << std::setw(11) << "wall" << "\n"
+      << "#" << std::setw(11) << "(B)" << std::setw(14) << "(ms)" << std::setw(14) << "(ms)"
+      << std::setw(9) << "" << std::setw(10) << "(GB/s)" << std::setw(8) << "(%)"
+      << std::setw(11) << "(ms)" << "\n";
+}
+
+void print_line(std::ostream& out, const ResultRow& r, double wall_seconds) {
+  out << std::setw(12) << r.bytes << std::setw(14) << fixed("%.4f", r.model_time * 1e3)
+      << std::setw(14) << fixed("%.4f", r.time * 1e3) << std::setw(9)
+      << (r.model_time > 0 ? fixed("%.3f", r.time / r.model_time) : std::string("-"))
+      << std::setw(10) << fixed("%.2f", r.busbw / 1e9) << std::setw(8)
+      << (r.utilisation < 0 ? std::string("-") : fixed("%.1f", r.utilisation * 100))
+      << std::setw(11) << fixed("%.1f", wall_seconds * 1e3)
+      << (r.traffic_matches ? "" : "  traffic differs from the scheme's model") << "\n";
+  out.flush();
+}
+
+}  // namespace
+
+Command add_simulate_command(CLI::App& parent) {
+  auto flags = std::make_shared<ScenarioFlags>();
+  auto servers = std::make_shared<std::vector<int>>();
+  CLI::App* cmd = parent.add_subcommand(
+      "simulate", "run a scenario on the simulator: virtual time, phantom buffers, model beside it");
+  add_scenario_flags(*cmd, *flags);
+  cmd->add_option("-o,--output", flags->output,
+                  "folder for results.csv and results.json (overrides the scenario's \"output\")");
+  cmd->add_flag("--no-output", flags->no_output, "write no result files");
+  cmd->add_option("--servers", *servers, "parameter-server counts to sweep (e.g. 1,2,4)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1024));
+  return {cmd, [flags, servers] {
+            std::ostream& out = std::cout;
+            const std::vector<int> sweep = servers->empty() ? std::vector<int>{0} : *servers;
+            std::vector<ResultRow> all;
+            Scenario scenario;
+            for (int k : sweep) {
+              ScenarioFlags f = *flags;
+              f.transport = "sim";
+              f.servers = k;
+              RunPlan plan = load_plan(f);
+              if (all.empty()) {
+                print_preamble(out, plan.scenario);
+                out << "# simulated: virtual time, phantom buffers (values not checked); "
+                       "model = Scheme::model_time (alpha-beta)\n";
+              }
+              scenario = plan.scenario;
+              const PlannedRun* current = nullptr;
+              auto last = std::chrono::steady_clock::now();
+              auto rows = execute_plan(plan, [&](const PlannedRun& run, const ResultRow& row) {
+                const auto now = std::chrono::steady_clock::now();
+                if (current != &run) {
+                  print_header(out, run, plan.scenario.ps_servers);
+                  current = &run;
+                }
+                print_line(out, row, std::chrono::duration<double>(now - last).count());
+                last = now;
+              });
+              all.insert(all.end(), std::make_move_iterator(rows.begin()),
+                         std::make_move_iterator(rows.end()));
+            }
+            if (!scenario.output.empty()) {
+              write_results(scenario.output, scenario, all);
+              out << "# results written to " << scenario.output << "/results.{csv,json}\n";
+            }
+            return all_correct(all) ? kExitOk : kExitWrong;
+          }};
+}
+
+}  // namespace gradex::cli

@@ -1,0 +1,78 @@
+// The TCP transport (Boost.Asio): one endpoint of a group, one connection
+// per peer pair, length-prefixed frames (frame.h), and an I/O thread per
+// endpoint so that sends and receives to every peer progress together while
+// the rank computes.
+//
+// Unlike the in-process transport, sends are eager: a send completes once
+// its bytes are handed to the kernel, whether or not the receive is posted.
+// A message that arrives before its receive lands in a buffer of its own and
+// is copied when the receive is posted; one whose receive is already posted
+// is read straight into the receive buffer (no copy), and a receive-reduce
+// reads in cache-sized chunks that are combined into the destination as
+// they arrive.
+//
+// Failures end the whole endpoint, as in MPI: a peer whose connection drops
+// without a goodbye, a malformed frame, or an abort notice from a peer makes
+// every pending and future wait throw PeerLostError naming the rank that
+// failed first; a wait that times out throws TimeoutError and notifies the
+// peers, so the group ends within one timeout instead of hanging.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/group_endpoint.h"
+
+namespace gradex {
+
+using TcpOptions = EndpointOptions;
+
+class TcpEndpoint final : public GroupEndpoint {
+ public:
+  // Binds and listens; throws ConfigError when the address is unusable.
+  TcpEndpoint(int rank, int size, TcpOptions options);
+  ~TcpEndpoint() override;
+  TcpEndpoint(const TcpEndpoint&) = delete;
+  TcpEndpoint& operator=(const TcpEndpoint&) = delete;
+
+  // "host:port" where the peers reach this endpoint.
+  std::string address() const;
+  // Connects the group (`addresses[r]` is rank r's address()) within the
+  // timeout, then starts the I/O thread.
+  void connect(const std::vector<std::string>& addresses);
+  // Orderly end: says goodbye to every peer and waits (within the timeout)
+  // for theirs, so no peer mistakes the close for a failure.
+  void close();
+  // Ends the group: every wait here throws, and every peer is told that
+  // `failed_rank` failed because of `why`. Idempotent.
+  void abort(int failed_rank, const std::string& why) noexcept;
+
+  // Replaces the shaping model (nullopt: unshaped). Only while no message
+  // is in flight anywhere in the group, e.g. between two barriers.
+  void set_shaping(const std::optional<Topology>& topology);
+
+  int rank() const override;
+  int size() const override;
+  Clock& clock() override;
+  std::chrono::milliseconds timeout() const override;
+
+  struct Impl;
+
+ protected:
+  std::shared_ptr<RequestState> start_send(int peer, const void* data, std::size_t bytes,
+                                           Tag tag) override;
+  std::shared_ptr<RequestState> start_recv(int peer, void* data, std::size_t bytes,
+                                           Tag tag) override;
+  std::shared_ptr<RequestState> start_recv_reduce(int peer, Tensor dst, ReduceOp op,
+                                                  Tag tag) override;
+  void wait_state(RequestState& state) override;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gradex

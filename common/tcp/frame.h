@@ -1,0 +1,72 @@
+// The bytes on a gradex TCP connection: a fixed hello/ack exchange that
+// admits a peer, then length-prefixed frames (header + payload).
+//
+// Everything is encoded little-endian field by field, so the format does not
+// depend on struct padding. A header is validated before any payload byte is
+// read or any memory is allocated for it: a stray client, a port scanner or
+// a peer of another gradex version is turned away with a message saying why.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace gradex::tcp {
+
+inline constexpr std::uint32_t kMagic = 0x58444747;  // "GGDX"
+inline constexpr std::uint16_t kVersion = 1;
+// Tokens travel in a fixed-size hello field; longer ones are refused.
+inline constexpr std::size_t kMaxTokenBytes = 64;
+// An abort frame's payload is a human-readable reason, never larger.
+inline constexpr std::size_t kMaxReasonBytes = 4096;
+
+enum class FrameKind : std::uint16_t {
+  data = 0,   // tag, then `length` payload bytes of a message
+  abort = 1,  // the sender's group failed; tag = the failed rank, payload = reason
+  bye = 2,    // orderly close: no more frames follow
+};
+
+struct FrameHeader {
+  FrameKind kind = FrameKind::data;
+  std::uint64_t tag = 0;
+  std::uint64_t length = 0;
+  // Link shaping across processes: when the message starts leaving the
+  // sender's egress port, in seconds of the host's monotonic clock (which
+  // every process of one machine shares); 0 when unshaped.
+  double egress_start = 0;
+
+  static constexpr std::size_t kBytes = 32;
+  using Bytes = std::array<std::byte, kBytes>;
+  Bytes encode() const;
+  // Returns the reason when the bytes are not a valid header or the length
+  // exceeds `max_length` (checked before anything is allocated).
+  static std::optional<std::string> decode(const Bytes& bytes, std::uint64_t max_length,
+                                           FrameHeader& out);
+};
+
+// Sent by the connecting side right after connect().
+struct Hello {
+  std::int32_t rank = 0;
+  std::int32_t size = 0;
+  std::string token;
+
+  static constexpr std::size_t kBytes = 4 + 2 + 2 + 4 + 4 + kMaxTokenBytes;
+  using Bytes = std::array<std::byte, kBytes>;
+  Bytes encode() const;
+  static std::optional<std::string> decode(const Bytes& bytes, Hello& out);
+};
+
+// The accepting side's answer to a hello.
+enum class AckStatus : std::uint32_t { admitted = 0, bad_token = 1, bad_world = 2, bad_rank = 3 };
+struct Ack {
+  AckStatus status = AckStatus::admitted;
+  static constexpr std::size_t kBytes = 8;
+  using Bytes = std::array<std::byte, kBytes>;
+  Bytes encode() const;
+  static std::optional<std::string> decode(const Bytes& bytes, Ack& out);
+};
+std::string describe(AckStatus status);
+
+}  // namespace gradex::tcp

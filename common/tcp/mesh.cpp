@@ -1,0 +1,208 @@
+#include "common/tcp/mesh.h"
+
+#include <set>
+
+#include "common/errors.h"
+#include "common/tcp/frame.h"
+
+namespace gradex::tcp {
+
+namespace asio = boost::asio;
+using ip_tcp = asio::ip::tcp;
+
+std::pair<std::string, std::string> split_address(const std::string& address,
+                                                  const std::string& field) {
+  const auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
+    throw ConfigError(field, "expected host:port, got '" + address + "'");
+  }
+  const std::string port = address.substr(colon + 1);
+  for (char c : port) {
+    if (c < '0' || c > '9') throw ConfigError(field, "port of '" + address + "' is not a number");
+  }
+  if (port.size() > 5 || std::stoi(port) > 65535) {
+    throw ConfigError(field, "port of '" + address + "' is out of range");
+  }
+  return {address.substr(0, colon), port};
+}
+
+namespace {
+
+// All of the mesh's asynchronous state; lives on the stack of build_mesh
+// while the io_context runs on the same thread, so handlers never outlive it.
+class MeshBuilder {
+ public:
+  MeshBuilder(asio::io_context& io, ip_tcp::acceptor& acceptor, const MeshRequest& req)
+      : io_(io), acceptor_(acceptor), req_(req),
+        sockets_(static_cast<std::size_t>(req.size)) {
+    remaining_ = req.size - 1;
+    for (int p = 0; p < req.rank; ++p) connect(p);
+    if (req.rank + 1 < req.size) accept();
+    if (remaining_ == 0) io_.stop();
+  }
+
+  std::vector<std::unique_ptr<Socket>> finish() {
+    if (!fatal_.empty()) throw Error(fatal_);
+    if (remaining_ > 0) {
+      std::string missing;
+      for (int p = 0; p < req_.size; ++p) {
+        if (p != req_.rank && !sockets_[static_cast<std::size_t>(p)]) {
+          missing += (missing.empty() ? "" : ", ") + std::to_string(p);
+        }
+      }
+      std::string why = detail::concat("rank ", req_.rank,
+                                       ": timed out connecting the group; no connection with "
+                                       "rank(s) ",
+                                       missing);
+      for (const auto& r : rejected_) why += "; refused a connection: " + r;
+      throw TimeoutError(why);
+    }
+    return std::move(sockets_);
+  }
+
+ private:
+  struct Pending {
+    std::unique_ptr<Socket> socket;
+    Hello::Bytes hello{};
+    Ack::Bytes ack{};
+    ip_tcp::resolver resolver;
+    asio::steady_timer retry;
+    explicit Pending(asio::io_context& io) : socket(std::make_unique<Socket>(io)), resolver(io), retry(io) {}
+  };
+
+  void arrived(int peer, std::unique_ptr<Socket> s) {
+    s->set_option(ip_tcp::no_delay(true));
+    sockets_[static_cast<std::size_t>(peer)] = std::move(s);
+    if (--remaining_ == 0) io_.stop();
+  }
+
+  void fail(std::string why) {
+    if (fatal_.empty()) fatal_ = std::move(why);
+    io_.stop();
+  }
+
+  // Connects to a lower rank, retrying until the deadline: its listener is
+  // up before its address is known, but a remote host may still be booting.
+  void connect(int peer) {
+    auto st = std::make_shared<Pending>(io_);
+    const std::string& address = req_.addresses[static_cast<std::size_t>(peer)];
+    const auto [host, port] = split_address(address, "address of rank " + std::to_string(peer));
+    st->resolver.async_resolve(
+        host, port, [this, st, peer, address](boost::system::error_code ec,
+                                              ip_tcp::resolver::results_type results) {
+          if (ec) return fail(detail::concat("rank ", req_.rank, ": cannot resolve rank ", peer,
+                                             "'s address ", address, ": ", ec.message()));
+          asio::async_connect(*st->socket, results,
+                              [this, st, peer](boost::system::error_code ec2, const ip_tcp::endpoint&) {
+                                if (ec2) return retry(peer, st);
+                                hello(peer, st);
+                              });
+        });
+  }
+
+  void retry(int peer, const std::shared_ptr<Pending>& st) {
+    if (std::chrono::steady_clock::now() >= req_.deadline) return;
+    st->retry.expires_after(std::chrono::milliseconds(50));
+    st->retry.async_wait([this, peer](boost::system::error_code ec) {
+      if (!ec) connect(peer);
+    });
+  }
+
+  void hello(int peer, const std::shared_ptr<Pending>& st) {
+    st->hello = Hello{req_.rank, req_.size, req_.token}.encode();
+    asio::async_write(*st->socket, asio::buffer(st->hello), [this, st, peer](auto ec, std::size_t) {
+      if (ec) return retry(peer, st);
+      asio::async_read(*st->socket, asio::buffer(st->ack), [this, st, peer](auto ec2, std::size_t) {
+        if (ec2) {
+          return fail(detail::concat("rank ", req_.rank, ": rank ", peer,
+                                     " closed the connection during admission (", ec2.message(),
+                                     ")"));
+        }
+        Ack ack;
+        if (auto bad = Ack::decode(st->ack, ack)) {
+          return fail(detail::concat("rank ", req_.rank, ": rank ", peer, " answered with ", *bad));
+        }
+        if (ack.status != AckStatus::admitted) {
+          return fail(detail::concat("rank ", req_.rank, ": rank ", peer,
+                                     " refused the connection: ", describe(ack.status)));
+        }
+        arrived(peer, std::move(st->socket));
+      });
+    });
+  }
+
+  void accept() {
+    auto st = std::make_shared<Pending>(io_);
+    acceptor_.async_accept(*st->socket, [this, st](boost::system::error_code ec) {
+      if (ec) return;  // acceptor closed or io stopped
+      asio::async_read(*st->socket, asio::buffer(st->hello),
+                       [this, st](auto ec2, std::size_t) { admit(st, ec2); });
+      if (remaining_ > 0) accept();
+    });
+  }
+
+  void admit(const std::shared_ptr<Pending>& st, boost::system::error_code ec) {
+    if (ec) return reject(st, "closed before its hello (" + ec.message() + ")");
+    Hello h;
+    if (auto bad = Hello::decode(st->hello, h)) return reject(st, *bad);
+    AckStatus status = AckStatus::admitted;
+    if (h.token != req_.token) {
+      status = AckStatus::bad_token;
+    } else if (h.size != req_.size) {
+      status = AckStatus::bad_world;
+    } else if (h.rank <= req_.rank || h.rank >= req_.size ||
+               sockets_[static_cast<std::size_t>(h.rank)]) {
+      status = AckStatus::bad_rank;
+    }
+    st->ack = Ack{status}.encode();
+    asio::async_write(*st->socket, asio::buffer(st->ack),
+                      [this, st, h, status](auto ec2, std::size_t) {
+                        if (status != AckStatus::admitted) {
+                          return reject(st, detail::concat("from claimed rank ", h.rank, ": ",
+                                                           describe(status)));
+                        }
+                        if (ec2) return reject(st, "rank " + std::to_string(h.rank) + " vanished");
+                        if (sockets_[static_cast<std::size_t>(h.rank)]) {
+                          return reject(st, "duplicate rank " + std::to_string(h.rank));
+                        }
+                        arrived(h.rank, std::move(st->socket));
+                      });
+  }
+
+  void reject(const std::shared_ptr<Pending>& st, std::string why) {
+    boost::system::error_code ignored;
+    st->socket->close(ignored);
+    if (rejected_.size() < 8) rejected_.push_back(std::move(why));
+  }
+
+  asio::io_context& io_;
+  ip_tcp::acceptor& acceptor_;
+  const MeshRequest& req_;
+  std::vector<std::unique_ptr<Socket>> sockets_;
+  int remaining_ = 0;
+  std::string fatal_;
+  std::vector<std::string> rejected_;
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<Socket>> build_mesh(asio::io_context& io, ip_tcp::acceptor& acceptor,
+                                                const MeshRequest& request) {
+  GRADEX_ENFORCE_EQ(static_cast<int>(request.addresses.size()), request.size,
+                    "one address per rank");
+  if (request.token.size() > kMaxTokenBytes) {
+    throw ConfigError("GRADEX_TOKEN", "longer than " + std::to_string(kMaxTokenBytes) + " bytes");
+  }
+  std::vector<std::unique_ptr<Socket>> result;
+  {
+    io.restart();
+    MeshBuilder builder(io, acceptor, request);
+    io.run_until(request.deadline);
+    boost::system::error_code ignored;
+    acceptor.close(ignored);
+    result = builder.finish();
+  }
+  return result;
+}
+
+}  // namespace gradex::tcp

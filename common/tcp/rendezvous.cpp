@@ -1,0 +1,240 @@
+#include "common/tcp/rendezvous.h"
+
+// Boost 1.74's asio/awaitable.hpp uses std::exchange without including it.
+#include <utility>
+
+#include <boost/asio.hpp>
+
+#include <array>
+#include <thread>
+
+#include "common/errors.h"
+#include "common/tcp/frame.h"
+#include "common/tcp/mesh.h"
+
+namespace gradex::tcp {
+
+namespace asio = boost::asio;
+using ip_tcp = asio::ip::tcp;
+
+namespace {
+
+// Addresses travel as a 2-byte length and the text; an address is a host
+// name or IP and a port, never longer than this.
+constexpr std::size_t kMaxAddressBytes = 300;
+
+void append_string(std::vector<char>& out, const std::string& s) {
+  out.push_back(static_cast<char>(s.size() & 0xff));
+  out.push_back(static_cast<char>(s.size() >> 8));
+  out.insert(out.end(), s.begin(), s.end());
+}
+
+
+}  // namespace
+
+struct RendezvousServer::Impl {
+  asio::io_context io;
+  ip_tcp::acceptor acceptor{io};
+  int size;
+  std::string token;
+  std::chrono::steady_clock::time_point deadline;
+  std::vector<std::string> table;
+  std::vector<std::shared_ptr<ip_tcp::socket>> clients;
+  int registered = 0;
+  std::thread thread;
+
+  struct Pending {
+    std::shared_ptr<ip_tcp::socket> socket;
+    Hello::Bytes hello{};
+    std::array<unsigned char, 2> len{};
+    std::string address;
+    Ack::Bytes ack{};
+    std::vector<char> reply;
+  };
+
+  void accept() {
+    auto st = std::make_shared<Pending>();
+    st->socket = std::make_shared<ip_tcp::socket>(io);
+    acceptor.async_accept(*st->socket, [this, st](boost::system::error_code ec) {
+      if (ec) return;
+      asio::async_read(*st->socket, asio::buffer(st->hello),
+                       [this, st](auto ec2, std::size_t) { on_hello(st, ec2); });
+      if (registered < size) accept();
+    });
+  }
+
+  void on_hello(const std::shared_ptr<Pending>& st, boost::system::error_code ec) {
+    if (ec) return;
+    Hello h;
+    if (Hello::decode(st->hello, h)) return;  // not a gradex peer: drop it
+    AckStatus status = AckStatus::admitted;
+    if (h.token != token) status = AckStatus::bad_token;
+    else if (h.size != size) status = AckStatus::bad_world;
+    else if (h.rank < 0 || h.rank >= size || !table[static_cast<std::size_t>(h.rank)].empty())
+      status = AckStatus::bad_rank;
+    if (status != AckStatus::admitted) {
+      st->ack = Ack{status}.encode();
+      asio::async_write(*st->socket, asio::buffer(st->ack), [st](auto, std::size_t) {});
+      return;
+    }
+    asio::async_read(*st->socket, asio::buffer(st->len), [this, st, h](auto ec2, std::size_t) {
+      if (ec2) return;
+      const std::size_t n = st->len[0] | (std::size_t{st->len[1]} << 8);
+      if (n == 0 || n > kMaxAddressBytes) return;
+      st->address.assign(n, '\0');
+      asio::async_read(*st->socket, asio::buffer(st->address), [this, st, h](auto ec3, std::size_t) {
+        if (ec3 || !table[static_cast<std::size_t>(h.rank)].empty()) return;
+        table[static_cast<std::size_t>(h.rank)] = st->address;
+        clients.push_back(st->socket);
+        if (++registered == size) answer_all();
+      });
+    });
+  }
+
+  // Everyone is in: the same table to every rank.
+  void answer_all() {
+    auto reply = std::make_shared<std::vector<char>>();
+    const auto ack = Ack{AckStatus::admitted}.encode();
+    for (std::byte b : ack) reply->push_back(static_cast<char>(b));
+    for (const std::string& a : table) append_string(*reply, a);
+    for (auto& c : clients) {
+      asio::async_write(*c, asio::buffer(*reply), [reply, c](auto, std::size_t) {});
+    }
+    boost::system::error_code ignored;
+    acceptor.close(ignored);
+  }
+};
+
+RendezvousServer::RendezvousServer(const std::string& address, int size, std::string token,
+                                   std::chrono::milliseconds timeout)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.size = size;
+  m.token = std::move(token);
+  m.deadline = std::chrono::steady_clock::now() + timeout;
+  m.table.resize(static_cast<std::size_t>(size));
+  const auto [host, port] = split_address(address, "GRADEX_RENDEZVOUS");
+  boost::system::error_code ec;
+  const auto ip = asio::ip::make_address(host == "localhost" ? "127.0.0.1" : host, ec);
+  if (ec) throw ConfigError("GRADEX_RENDEZVOUS", "rank 0 hosts the store: '" + host +
+                                                     "' must be one of its IP addresses");
+  const ip_tcp::endpoint where(ip, static_cast<unsigned short>(std::stoi(port)));
+  m.acceptor.open(where.protocol(), ec);
+  if (!ec) m.acceptor.set_option(ip_tcp::acceptor::reuse_address(true), ec);
+  if (!ec) m.acceptor.bind(where, ec);
+  if (!ec) m.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) throw ConfigError("GRADEX_RENDEZVOUS", "cannot listen on " + address + ": " + ec.message());
+  m.accept();
+  m.thread = std::thread([&m] {
+    try {
+      // Runs until every reply is written (the io runs out of work) or
+      // the deadline passes; ranks that got no table time out themselves.
+      m.io.run_until(m.deadline);
+    } catch (...) {
+    }
+  });
+}
+
+RendezvousServer::~RendezvousServer() {
+  impl_->io.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+namespace {
+
+// Runs one asynchronous operation on `io` to completion or the deadline:
+// asio's blocking calls ignore socket timeouts, so nothing here blocks
+// without a bound.
+template <typename Start>
+boost::system::error_code run_bounded(asio::io_context& io, ip_tcp::socket& s,
+                                      std::chrono::steady_clock::time_point deadline,
+                                      Start start) {
+  boost::system::error_code result = asio::error::timed_out;
+  bool done = false;
+  start([&](boost::system::error_code ec, auto&&...) {
+    result = ec;
+    done = true;
+  });
+  io.restart();
+  io.run_until(deadline);
+  if (!done) {
+    boost::system::error_code ignored;
+    s.close(ignored);  // cancels the operation; its handler runs below
+    io.restart();
+    io.run();
+    result = asio::error::timed_out;
+  }
+  return result;
+}
+
+}  // namespace
+
+std::vector<std::string> rendezvous(const std::string& server, int rank, int size,
+                                    const std::string& token, const std::string& my_address,
+                                    std::chrono::milliseconds timeout) {
+  if (token.size() > kMaxTokenBytes) {
+    throw ConfigError("GRADEX_TOKEN", "longer than " + std::to_string(kMaxTokenBytes) + " bytes");
+  }
+  const auto [host, port] = split_address(server, "GRADEX_RENDEZVOUS");
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  asio::io_context io;
+  ip_tcp::resolver resolver(io);
+  boost::system::error_code ec;
+  const auto where = resolver.resolve(host, port, ec);
+  if (ec) throw ConfigError("GRADEX_RENDEZVOUS", "cannot resolve '" + server + "': " + ec.message());
+  ip_tcp::socket s(io);
+  auto failed = [&](const std::string& doing, boost::system::error_code why) {
+    const std::string what = detail::concat("rank ", rank, ": rendezvous at ", server, ": ", doing,
+                                            " failed: ", why.message());
+    if (why == asio::error::timed_out) {
+      throw TimeoutError(detail::concat("rank ", rank, ": rendezvous at ", server,
+                                        " timed out after ", timeout.count(), " ms while ", doing,
+                                        " (are all ranks started with the same token and "
+                                        "world size?)"));
+    }
+    throw Error(what);
+  };
+  // The store may not be up yet: retry until the deadline.
+  for (;;) {
+    ec = run_bounded(io, s, deadline, [&](auto h) { asio::async_connect(s, where, h); });
+    if (!ec) break;
+    if (std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= deadline) {
+      throw TimeoutError(detail::concat("rank ", rank, ": no rendezvous store at ", server,
+                                        " within ", timeout.count(), " ms (", ec.message(), ")"));
+    }
+    s = ip_tcp::socket(io);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const auto hello = Hello{rank, size, token}.encode();
+  std::vector<char> msg(reinterpret_cast<const char*>(hello.data()),
+                        reinterpret_cast<const char*>(hello.data()) + hello.size());
+  append_string(msg, my_address);
+  ec = run_bounded(io, s, deadline, [&](auto h) { asio::async_write(s, asio::buffer(msg), h); });
+  if (ec) failed("registering", ec);
+  Ack::Bytes ack_bytes{};
+  ec = run_bounded(io, s, deadline,
+                   [&](auto h) { asio::async_read(s, asio::buffer(ack_bytes), h); });
+  if (ec) failed("waiting for the other ranks", ec);
+  Ack ack;
+  if (auto bad = Ack::decode(ack_bytes, ack)) {
+    throw Error(detail::concat("rank ", rank, ": rendezvous at ", server, " answered with ", *bad));
+  }
+  if (ack.status != AckStatus::admitted) {
+    throw Error(detail::concat("rank ", rank, ": the rendezvous store at ", server,
+                               " refused this rank: ", describe(ack.status)));
+  }
+  std::vector<std::string> table;
+  for (int r = 0; r < size; ++r) {
+    std::array<unsigned char, 2> len{};
+    ec = run_bounded(io, s, deadline, [&](auto h) { asio::async_read(s, asio::buffer(len), h); });
+    const std::size_t n = len[0] | (std::size_t{len[1]} << 8);
+    if (ec || n == 0 || n > kMaxAddressBytes) throw Error("rendezvous: malformed address table");
+    std::string a(n, '\0');
+    ec = run_bounded(io, s, deadline, [&](auto h) { asio::async_read(s, asio::buffer(a), h); });
+    if (ec) failed("reading the address table", ec);
+    table.push_back(std::move(a));
+  }
+  return table;
+}
+
+}  // namespace gradex::tcp

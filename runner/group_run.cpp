@@ -1,0 +1,63 @@
+#include "runner/group_run.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "common/errors.h"
+#include "runner/measure_group.h"
+
+namespace gradex {
+
+int group_size(const RunPlan& plan) {
+  int n = 1;
+  for (const PlannedRun& run : plan.runs) n = std::max(n, run.instance->endpoints());
+  return n;
+}
+
+std::vector<ResultRow> execute_plan_on_group(
+    const RunPlan& plan, Comm& comm,
+    const std::function<void(const std::optional<Topology>&)>& reshape,
+    const std::function<void(const PlannedRun&, const ResultRow&)>& on_row) {
+  const Scenario& sc = plan.scenario;
+  GRADEX_ENFORCE_EQ(comm.size(), group_size(plan), "launched group size");
+  std::vector<ResultRow> rows;
+  for (std::size_t i = 0; i < plan.runs.size(); ++i) {
+    const PlannedRun& run = plan.runs[i];
+    Scheme& scheme = *run.instance;
+    const int endpoints = scheme.endpoints();
+    const Topology topo = scenario_topology(sc, run.workers, endpoints);
+    std::optional<Topology> shaping;
+    if (sc.network.shaped) {
+      // Idle endpoints get nodes of their own: they move nothing anyway.
+      shaping = topo;
+      int next_node = topo.node_of.empty()
+                          ? 0
+                          : *std::max_element(topo.node_of.begin(), topo.node_of.end()) + 1;
+      while (shaping->endpoints() < comm.size()) shaping->node_of.push_back(next_node++);
+    }
+    // Nobody sends under the new model before everybody installed it.
+    comm.barrier();
+    reshape(shaping);
+    comm.barrier();
+    if (comm.rank() >= endpoints) continue;
+    std::vector<int> members(static_cast<std::size_t>(endpoints));
+    std::iota(members.begin(), members.end(), 0);
+    SubComm group(comm, members, static_cast<std::uint32_t>(i % (1u << 20)));
+    MeasureRequest req;
+    req.dtype = sc.dtype;
+    req.op = sc.op;
+    req.warmup_iters = sc.warmup_iters;
+    req.iters = sc.iters;
+    for (std::size_t bytes : sc.sizes) {
+      req.count = bytes / dtype_size(sc.dtype);
+      const Measurement m = measure_group(group, scheme, req);
+      if (comm.rank() != 0) continue;
+      ResultRow row = result_row(sc, run, req.count, m, topo);
+      on_row(run, row);
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
+}  // namespace gradex

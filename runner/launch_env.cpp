@@ -1,0 +1,66 @@
+#include "runner/launch_env.h"
+
+#include <charconv>
+
+#include "common/errors.h"
+
+namespace gradex {
+
+namespace {
+
+int parse_int(const char* name, const char* text, int lo, int hi) {
+  const std::string s(text);
+  int v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) {
+    throw ConfigError(name, "'" + s + "' is not an integer");
+  }
+  if (v < lo || v > hi) {
+    throw ConfigError(name, std::to_string(v) + " is outside [" + std::to_string(lo) + ", " +
+                                std::to_string(hi) + "]");
+  }
+  return v;
+}
+
+}  // namespace
+
+std::optional<LaunchEnv> launch_env(const std::function<const char*(const char*)>& get) {
+  struct Source {
+    const char* label;
+    const char* rank;
+    const char* size;
+  };
+  static constexpr Source kSources[] = {{"GRADEX", "GRADEX_RANK", "GRADEX_WORLD_SIZE"},
+                                        {"OMPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                        {"SLURM", "SLURM_PROCID", "SLURM_NTASKS"}};
+  for (const Source& src : kSources) {
+    const char* rank = get(src.rank);
+    if (rank == nullptr) continue;
+    const char* size = get(src.size);
+    if (size == nullptr) throw ConfigError(src.size, std::string("missing while ") + src.rank + " is set");
+    LaunchEnv env;
+    env.source = src.label;
+    env.size = parse_int(src.size, size, 1, 4096);
+    env.rank = parse_int(src.rank, rank, 0, env.size - 1);
+    const char* rdv = get("GRADEX_RENDEZVOUS");
+    if (rdv == nullptr || *rdv == '\0') {
+      throw ConfigError("GRADEX_RENDEZVOUS",
+                        "missing: set it to host:port where rank 0 hosts the rendezvous store");
+    }
+    env.rendezvous = rdv;
+    const char* token = get("GRADEX_TOKEN");
+    env.token = token ? token : "";
+    const char* bind = get("GRADEX_BIND");
+    env.bind_host = bind && *bind ? bind : "127.0.0.1";
+    const char* adv = get("GRADEX_ADVERTISE");
+    env.advertise = adv && *adv ? adv : env.bind_host;
+    if (env.advertise == "0.0.0.0" || env.advertise == "::") {
+      throw ConfigError("GRADEX_ADVERTISE",
+                        "required when GRADEX_BIND is a wildcard: the address peers should dial");
+    }
+    return env;
+  }
+  return std::nullopt;
+}
+
+}  // namespace gradex

@@ -1,0 +1,28 @@
+// Who this process is in a launched run, from the environment: gradex's own
+// variables (set by `gradex launch` or by hand on each host), or those of
+// the launcher that started it (Open MPI's mpirun, Slurm's srun), the way
+// torchrun's env:// initialisation works.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace gradex {
+
+struct LaunchEnv {
+  int rank = 0;
+  int size = 1;
+  std::string rendezvous;  // host:port of the store rank 0 hosts
+  std::string token;       // GRADEX_TOKEN; must match on every rank
+  std::string bind_host;   // GRADEX_BIND, default 127.0.0.1 (loopback only)
+  std::string advertise;   // GRADEX_ADVERTISE: the address peers dial, default bind_host
+  std::string source;      // which variables gave the rank ("GRADEX", "OMPI", "SLURM")
+};
+
+// Reads the variables through `get` (std::getenv in the CLI). Returns
+// nullopt when no rank variable is set (this process is not a participant);
+// throws ConfigError naming the variable that is missing or malformed.
+std::optional<LaunchEnv> launch_env(const std::function<const char*(const char*)>& get);
+
+}  // namespace gradex

@@ -1,0 +1,98 @@
+#include "runner/measure_group.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <vector>
+
+#include "common/errors.h"
+#include "common/local_group.h"
+#include "common/verify.h"
+
+namespace gradex {
+
+namespace {
+// Above the barrier's rounds, below anything a sub-group shifts into.
+constexpr Tag kGatherTag = kReservedTagBase + (Tag{1} << 20);
+}  // namespace
+
+Measurement measure_group(Comm& comm, Scheme& scheme, const MeasureRequest& request) {
+  const int endpoints = scheme.endpoints();
+  const int workers = scheme.workers();
+  GRADEX_ENFORCE_EQ(comm.size(), endpoints, "group size vs the scheme's endpoints");
+  GRADEX_ENFORCE(request.iters >= 1 && request.warmup_iters >= 0, "bad iteration counts");
+  const int r = comm.rank();
+  const bool is_worker = r < workers;
+  const auto iters = static_cast<std::size_t>(request.iters);
+
+  std::vector<std::byte> storage(is_worker ? request.count * dtype_size(request.dtype) : 0);
+  Tensor data{is_worker ? storage.data() : nullptr, request.count, request.dtype};
+  std::vector<double> mine(iters, 0.0);
+  std::uint64_t wrong = 0;
+  Traffic last;
+  for (int it = -request.warmup_iters; it < request.iters; ++it) {
+    if (is_worker) fill_input(data, r);
+    comm.barrier();
+    comm.reset_traffic();
+    const double t0 = comm.clock().now();
+    scheme.allreduce(comm, data, request.op);
+    const double t1 = comm.clock().now();
+    last = comm.traffic();
+    comm.barrier();
+    if (it >= 0) {
+      mine[static_cast<std::size_t>(it)] = t1 - t0;
+      if (is_worker) wrong += count_wrong(data, workers, request.op);
+    }
+  }
+
+  // One record per rank: its timings (0 for servers, which are not timed),
+  // its wrong count and its traffic, all as 64-bit words.
+  std::vector<std::uint64_t> record;
+  for (double s : mine) record.push_back(std::bit_cast<std::uint64_t>(is_worker ? s : 0.0));
+  record.insert(record.end(), {wrong, last.bytes_sent, last.bytes_received, last.messages_sent,
+                               last.messages_received});
+  const std::size_t record_bytes = record.size() * sizeof(std::uint64_t);
+
+  Measurement m;
+  m.seconds.assign(iters, 0.0);
+  m.traffic.resize(static_cast<std::size_t>(endpoints));
+  if (r != 0) {
+    comm.send(0, record.data(), record_bytes, kGatherTag);
+    m.seconds = is_worker ? mine : m.seconds;
+    m.wrong = wrong;
+    m.traffic[static_cast<std::size_t>(r)] = last;
+    return m;
+  }
+  std::vector<std::vector<std::uint64_t>> all(static_cast<std::size_t>(endpoints), record);
+  std::vector<Request> pending;
+  for (int p = 1; p < endpoints; ++p) {
+    pending.push_back(comm.irecv(p, all[static_cast<std::size_t>(p)].data(), record_bytes,
+                                 kGatherTag));
+  }
+  comm.wait_all(pending);
+  for (int p = 0; p < endpoints; ++p) {
+    const auto& rec = all[static_cast<std::size_t>(p)];
+    for (std::size_t i = 0; i < iters; ++i) {
+      m.seconds[i] = std::max(m.seconds[i], std::bit_cast<double>(rec[i]));
+    }
+    m.wrong += rec[iters];
+    m.traffic[static_cast<std::size_t>(p)] = {rec[iters + 1], rec[iters + 2], rec[iters + 3],
+                                              rec[iters + 4]};
+  }
+  return m;
+}
+
+Measurement measure_endpoint_threads(const std::string& transport, Scheme& scheme,
+                                     const MeasureRequest& request) {
+  EndpointOptions options;
+  options.timeout = request.transport.timeout;
+  options.shaping = request.transport.shaping;
+  Measurement result;
+  run_endpoint_ranks(transport, scheme.endpoints(), options, [&](Comm& comm) {
+    Measurement m = measure_group(comm, scheme, request);
+    if (comm.rank() == 0) result = std::move(m);
+  });
+  return result;
+}
+
+}  // namespace gradex

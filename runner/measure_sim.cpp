@@ -1,0 +1,22 @@
+#include "runner/measure_sim.h"
+
+#include "sim/simulate.h"
+
+namespace gradex {
+
+Measurement measure_simulated(Scheme& scheme, const MeasureRequest& request,
+                              const Topology& topology) {
+  sim::SimRequest sim;
+  sim.count = request.count;
+  sim.dtype = request.dtype;
+  sim.op = request.op;
+  sim.topology = topology;
+  sim.phantom = true;
+  const sim::SimResult r = sim::simulate_allreduce(scheme, sim);
+  Measurement m;
+  m.seconds = {r.seconds};
+  m.traffic = r.traffic;
+  return m;
+}
+
+}  // namespace gradex

@@ -1,0 +1,105 @@
+#include "runner/spawn.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <thread>
+
+#include "common/errors.h"
+
+namespace gradex {
+
+std::vector<pid_t> spawn_ranks(const std::vector<std::string>& args, int count, const EnvVars& env) {
+  // Everything the child needs is prepared before fork(): between fork and
+  // exec only async-signal-safe calls are allowed.
+  std::vector<std::string> all_args = {"/proc/self/exe"};
+  all_args.insert(all_args.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all_args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> base;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string kv(*e);
+    const std::string key = kv.substr(0, kv.find('='));
+    bool overridden = key == "GRADEX_RANK" || key == "GRADEX_WORLD_SIZE";
+    for (const auto& [k, v] : env) overridden = overridden || k == key;
+    if (!overridden) base.push_back(kv);
+  }
+  for (const auto& [k, v] : env) base.push_back(k + "=" + v);
+  base.push_back("GRADEX_WORLD_SIZE=" + std::to_string(count));
+
+  std::vector<pid_t> pids;
+  for (int r = 0; r < count; ++r) {
+    std::vector<std::string> vars = base;
+    vars.push_back("GRADEX_RANK=" + std::to_string(r));
+    std::vector<char*> envp;
+    for (auto& v : vars) envp.push_back(v.data());
+    envp.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      for (pid_t p : pids) ::kill(p, SIGKILL);
+      for (pid_t p : pids) ::waitpid(p, nullptr, 0);
+      throw Error(std::string("cannot start rank ") + std::to_string(r) + ": " + std::strerror(errno));
+    }
+    if (pid == 0) {
+      ::execve(argv[0], argv.data(), envp.data());
+      ::_exit(127);
+    }
+    pids.push_back(pid);
+  }
+  return pids;
+}
+
+int supervise(const std::vector<pid_t>& children, std::chrono::milliseconds grace,
+              std::ostream& log) {
+  using clock = std::chrono::steady_clock;
+  std::vector<int> status(children.size(), -1);  // -1: still running
+  std::size_t running = children.size();
+  std::optional<clock::time_point> kill_at;
+  bool crashed = false;
+  while (running > 0) {
+    bool reaped = false;
+    for (std::size_t r = 0; r < children.size(); ++r) {
+      if (status[r] != -1) continue;
+      int ws = 0;
+      if (::waitpid(children[r], &ws, WNOHANG) != children[r]) continue;
+      reaped = true;
+      --running;
+      if (WIFEXITED(ws)) {
+        status[r] = WEXITSTATUS(ws);
+      } else {
+        status[r] = 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
+        crashed = true;
+      }
+      if (status[r] != 0) {
+        log << "gradex launch: rank " << r << " (pid " << children[r] << ") "
+            << (WIFSIGNALED(ws) ? "was killed by signal " + std::to_string(WTERMSIG(ws))
+                                : "exited with status " + std::to_string(status[r]))
+            << "\n";
+        if (!kill_at) kill_at = clock::now() + grace;
+      }
+    }
+    if (kill_at && clock::now() >= *kill_at) {
+      for (std::size_t r = 0; r < children.size(); ++r) {
+        if (status[r] == -1) {
+          log << "gradex launch: rank " << r << " still running after the failure; killing it\n";
+          ::kill(children[r], SIGKILL);
+        }
+      }
+      kill_at = clock::now() + std::chrono::hours(1);  // reap them on the next rounds
+    }
+    if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (crashed) return 1;
+  for (int s : status) {
+    if (s != 0) return s;
+  }
+  return 0;
+}
+
+}  // namespace gradex

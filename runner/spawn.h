@@ -1,0 +1,29 @@
+// Starting the processes of a run on this machine and watching them: what
+// `gradex launch -n N` does before the ranks find each other by themselves.
+#pragma once
+
+#include <chrono>
+#include <ostream>
+#include <string>
+#include <sys/types.h>
+#include <utility>
+#include <vector>
+
+namespace gradex {
+
+using EnvVars = std::vector<std::pair<std::string, std::string>>;
+
+// Starts `count` copies of this executable with `args` (argv[1..]); copy r
+// gets GRADEX_RANK=r, GRADEX_WORLD_SIZE=count and `env` on top of this
+// process's environment. Returns the pids in rank order.
+std::vector<pid_t> spawn_ranks(const std::vector<std::string>& args, int count, const EnvVars& env);
+
+// Waits for every child. Once one fails, the others get `grace` to end on
+// their own (they should, within their wait timeout) and are then killed,
+// so the launcher never hangs. Failures are logged naming the rank.
+// Returns 0 when all succeeded, else the exit code to report (1 when a
+// rank crashed or was killed, otherwise the first non-zero code by rank).
+int supervise(const std::vector<pid_t>& children, std::chrono::milliseconds grace,
+              std::ostream& log);
+
+}  // namespace gradex

@@ -1,0 +1,81 @@
+// The simulator's network: DESIGN.md's NIC model (common/topology.h, the
+// same Topology and LinkSpec the in-process shaper uses) as a fluid model.
+//
+// Every endpoint has an intra-node egress and ingress port and an
+// inter-node egress and ingress port (or one inter-node pair shared by its
+// node when nic_per_node). A message of S bytes from a to b is a flow over
+// a's egress and b's ingress of the link joining them; concurrent flows
+// share each port's rate max-min fairly (progressive filling), so a PS
+// server receiving from N workers gives each B/N. When the flow has moved
+// its bytes the message still pays the link latency before it arrives.
+// Rates are recomputed only for the ports touched since the last
+// recomputation, once per instant of virtual time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "common/topology.h"
+
+namespace gradex::sim {
+
+class Network {
+ public:
+  // `schedule(t, flow, version)` asks the owner to call finish(flow,
+  // version) at virtual time t; stale versions are ignored by finish.
+  using Scheduler = std::function<void(double, int, std::uint64_t)>;
+
+  Network(Topology topology, Scheduler schedule);
+
+  const Topology& topology() const { return topology_; }
+  // Starts moving `bytes` from src to dst at `now`; returns the flow id.
+  // Only for links with a finite rate and src != dst (callers handle the
+  // others as instantaneous).
+  int start(int src, int dst, std::size_t bytes, double now);
+  bool limited(int src, int dst) const;
+  double latency(int src, int dst) const;
+  // Recomputes the rates of flows sharing a port with a flow that started
+  // or finished, and reschedules their completions.
+  void settle(double now);
+  // The completion event of `flow`: true if it is current (the flow has
+  // moved all its bytes and is removed), false if superseded.
+  bool finish(int flow, std::uint64_t version, double now);
+  int active_flows() const { return active_; }
+
+ private:
+  struct Port {
+    double capacity = 0;
+    std::vector<int> flows;  // active flows through this port
+    bool dirty = false;
+    std::uint32_t mark = 0;  // visit stamp of the last settle
+  };
+  struct Flow {
+    int egress = 0;
+    int ingress = 0;
+    double remaining = 0;  // bytes, as of `updated`
+    double rate = 0;       // bytes per second, 0 until first settled
+    double updated = 0;
+    std::uint64_t version = 0;
+    bool active = false;
+  };
+
+  int egress_port(int src, int dst) const;
+  int ingress_port(int src, int dst) const;
+  void mark_dirty(int port);
+  void detach(int port, int flow);
+  void rebalance(const std::vector<int>& ports, const std::vector<int>& flows, double now);
+
+  Topology topology_;
+  Scheduler schedule_;
+  int inter_owners_ = 0;  // endpoints, or nodes when nic_per_node
+  std::vector<Port> ports_;
+  std::vector<Flow> flows_;
+  std::vector<int> free_flows_;
+  std::vector<int> dirty_;
+  std::uint32_t stamp_ = 0;
+  int active_ = 0;
+};
+
+}  // namespace gradex::sim

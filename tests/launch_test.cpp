@@ -1,0 +1,247 @@
+// `gradex launch` end to end: real processes on loopback finding each other
+// through the rendezvous store, the same table as `gradex run`, a wrong
+// token refused, and a worker killed mid-run ending the others with an
+// error naming it, a non-zero exit and no results files. Also the
+// environment a run joins from (gradex, Open MPI, Slurm variables).
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "common/errors.h"
+#include "runner/launch_env.h"
+
+namespace gradex {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+class Launch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("gradex_launch_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    return dir_ / name;
+  }
+  static std::string slurp(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  // Runs a shell command line with stdout/stderr captured in files.
+  int shell(const std::string& line) {
+    const std::string cmd = "(" + line + ") > " + (dir_ / "stdout").string() + " 2> " +
+                            (dir_ / "stderr").string() + " < /dev/null";
+    const int status = std::system(cmd.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  void killed_worker_run(const std::string& transport);
+
+  fs::path dir_;
+};
+
+const std::string kGradex = GRADEX_BINARY;
+
+// A loopback port that is free right now (the kernel picks it).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof sa;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  ::close(fd);
+  return ntohs(sa.sin_port);
+}
+
+TEST_F(Launch, PrintsTheRunTableAndWritesResults) {
+  for (const std::string transport : {"tcp", "zmq"}) {
+    SCOPED_TRACE(transport);
+    fs::remove_all(dir_ / "out");
+    const fs::path out = dir_ / "out";
+    const fs::path sc = write("tcp.json", R"({"name": "tcp", "transport": "tcp", "workers": 2,
+        "sizes": [4096, 65536], "iters": 2, "warmup_iters": 1, "schemes": ["ring", "ps"],
+        "timeout_ms": 10000, "output": ")" + out.string() + R"("})");
+    ASSERT_EQ(shell(kGradex + " launch -n 3 --transport " + transport + " " + sc.string()), 0)
+        << slurp(dir_ / "stderr");
+    const std::string o = slurp(dir_ / "stdout");
+    EXPECT_NE(o.find("#wrong"), std::string::npos) << o;
+    // 3 workers + 1 dedicated server
+    EXPECT_NE(o.find("launched: 4 processes over " + transport), std::string::npos) << o;
+    EXPECT_NE(o.find("Out of bounds values : 0 OK"), std::string::npos) << o;
+    EXPECT_NE(o.find("Traffic as declared   : OK"), std::string::npos) << o;
+    EXPECT_TRUE(fs::exists(out / "results.csv"));
+    EXPECT_TRUE(fs::exists(out / "results.json"));
+  }
+}
+
+TEST_F(Launch, InprocScenarioNeedsATransportFlag) {
+  const fs::path sc = write("in.json", R"({"name": "in", "workers": 2, "sizes": [64]})");
+  EXPECT_EQ(shell(kGradex + " launch -n 2 " + sc.string()), 2);
+  EXPECT_NE(slurp(dir_ / "stderr").find("--transport tcp"), std::string::npos);
+}
+
+TEST_F(Launch, WrongTokenIsRefused) {
+  const fs::path sc = write("tcp.json", R"({"name": "tcp", "transport": "tcp", "workers": 2,
+      "sizes": [64], "schemes": ["ring"], "timeout_ms": 1500})");
+  const std::string common =
+      "GRADEX_WORLD_SIZE=2 GRADEX_RENDEZVOUS=127.0.0.1:" + std::to_string(free_port()) + " ";
+  const std::string args = " launch --no-output -n 2 " + sc.string();
+  const int code = shell(common + "GRADEX_RANK=0 GRADEX_TOKEN=right " + kGradex + args +
+                         " 2> " + (dir_ / "rank0").string() + " & " + common +
+                         "GRADEX_RANK=1 GRADEX_TOKEN=wrong " + kGradex + args + "; r=$?; wait; exit $r");
+  EXPECT_NE(code, 0);
+  EXPECT_NE(slurp(dir_ / "stderr").find("token mismatch"), std::string::npos)
+      << slurp(dir_ / "stderr");
+  EXPECT_NE(slurp(dir_ / "rank0").find("timed out"), std::string::npos) << slurp(dir_ / "rank0");
+}
+
+// The children of `pid`, oldest first (the launcher starts rank 0 first).
+std::vector<pid_t> children_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  std::vector<pid_t> kids;
+  for (pid_t k; in >> k;) kids.push_back(k);
+  return kids;
+}
+
+void Launch::killed_worker_run(const std::string& transport) {
+  const fs::path out = dir_ / "out";
+  // Long enough to be killed mid-run; bounded by the iteration count anyway.
+  const fs::path sc = write("long.json", R"({"name": "long", "transport": ")" + transport +
+                                              R"(", "workers": 4,
+      "sizes": ["1MiB"], "iters": 100000, "warmup_iters": 0, "schemes": ["ring"],
+      "timeout_ms": 8000, "output": ")" + out.string() + R"("})");
+  const pid_t launcher = ::fork();
+  ASSERT_GE(launcher, 0);
+  if (launcher == 0) {
+    const std::string o = (dir_ / "stdout").string(), e = (dir_ / "stderr").string();
+    if (!std::freopen(o.c_str(), "w", stdout) || !std::freopen(e.c_str(), "w", stderr)) _exit(126);
+    ::execl(kGradex.c_str(), kGradex.c_str(), "launch", "-n", "4", sc.c_str(), nullptr);
+    ::_exit(127);
+  }
+  // Wait until the run is under way (the group is connected).
+  for (int i = 0; i < 200 && slurp(dir_ / "stdout").find("# launched") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(25ms);
+  }
+  std::this_thread::sleep_for(300ms);
+  const auto kids = children_of(launcher);
+  ASSERT_EQ(kids.size(), 4u);
+  const auto t0 = std::chrono::steady_clock::now();
+  ::kill(kids[2], SIGKILL);
+  int status = 0;
+  bool ended = false;
+  for (int i = 0; i < 800 && !ended; ++i) {  // at most 20 s
+    ended = ::waitpid(launcher, &status, WNOHANG) == launcher;
+    if (!ended) std::this_thread::sleep_for(25ms);
+  }
+  if (!ended) {
+    ::kill(launcher, SIGKILL);
+    for (pid_t k : kids) ::kill(k, SIGKILL);
+    ::waitpid(launcher, &status, 0);
+    FAIL() << "the launcher did not end";
+  }
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_LT(took, 8s) << "the survivors should not wait out their timeout";
+  std::cerr << "run ended " << std::chrono::duration<double>(took).count()
+            << " s after the kill\n";
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_NE(WEXITSTATUS(status), 0);
+  const std::string err = slurp(dir_ / "stderr");
+  EXPECT_NE(err.find("rank 2 (pid " + std::to_string(kids[2]) + ") was killed"), std::string::npos)
+      << err;
+  // Every survivor fails naming the lost peer (directly, or as reported by
+  // the survivor that saw its connection drop).
+  for (int r : {0, 1, 3}) {
+    const std::string head = "gradex: run failed: rank " + std::to_string(r) + ": ";
+    const auto at = err.find(head);
+    ASSERT_NE(at, std::string::npos) << "rank " << r << ":\n" << err;
+    const std::string line = err.substr(at, err.find('\n', at) - at);
+    EXPECT_NE(line.find("rank 2"), std::string::npos) << line;
+  }
+  EXPECT_FALSE(fs::exists(out / "results.csv"));
+  EXPECT_FALSE(fs::exists(out / "results.json"));
+}
+
+TEST_F(Launch, AKilledWorkerEndsTheRunWithAnErrorNamingIt) {
+  for (const std::string transport : {"tcp", "zmq"}) {
+    SCOPED_TRACE(transport);
+    fs::remove_all(dir_ / "out");
+    fs::remove(dir_ / "stdout");
+    killed_worker_run(transport);
+  }
+}
+
+// ---- the environment ------------------------------------------------------------
+
+std::optional<LaunchEnv> from(const std::map<std::string, std::string>& vars) {
+  return launch_env([&](const char* name) -> const char* {
+    auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  });
+}
+
+TEST(LaunchEnv, ReadsGradexOpenMpiAndSlurmVariables) {
+  EXPECT_FALSE(from({}).has_value());
+  auto g = from({{"GRADEX_RANK", "1"}, {"GRADEX_WORLD_SIZE", "4"},
+                 {"GRADEX_RENDEZVOUS", "10.0.0.1:29500"}, {"GRADEX_TOKEN", "t"}});
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->rank, 1);
+  EXPECT_EQ(g->size, 4);
+  EXPECT_EQ(g->bind_host, "127.0.0.1");
+  auto o = from({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "5"},
+                 {"GRADEX_RENDEZVOUS", "h:1"}});
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->rank, 3);
+  EXPECT_EQ(o->source, "OMPI");
+  auto s = from({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"GRADEX_RENDEZVOUS", "h:1"},
+                 {"GRADEX_BIND", "0.0.0.0"}, {"GRADEX_ADVERTISE", "10.1.2.3"}});
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->advertise, "10.1.2.3");
+}
+
+TEST(LaunchEnv, BadVariablesNameThemselves) {
+  auto field = [](const std::map<std::string, std::string>& vars) {
+    try {
+      from(vars);
+    } catch (const ConfigError& e) {
+      return e.field();
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(field({{"GRADEX_RANK", "0"}, {"GRADEX_WORLD_SIZE", "2"}}), "GRADEX_RENDEZVOUS");
+  EXPECT_EQ(field({{"GRADEX_RANK", "2"}, {"GRADEX_WORLD_SIZE", "2"}, {"GRADEX_RENDEZVOUS", "h:1"}}),
+            "GRADEX_RANK");
+  EXPECT_EQ(field({{"GRADEX_RANK", "x"}, {"GRADEX_WORLD_SIZE", "2"}, {"GRADEX_RENDEZVOUS", "h:1"}}),
+            "GRADEX_RANK");
+  EXPECT_EQ(field({{"SLURM_PROCID", "0"}}), "SLURM_NTASKS");
+  EXPECT_EQ(field({{"GRADEX_RANK", "0"}, {"GRADEX_WORLD_SIZE", "2"}, {"GRADEX_RENDEZVOUS", "h:1"},
+                   {"GRADEX_BIND", "0.0.0.0"}}),
+            "GRADEX_ADVERTISE");
+}
+
+}  // namespace
+}  // namespace gradex

@@ -1,0 +1,130 @@
+// The three ways a scheme's time is known must agree: its alpha-beta model
+// (Scheme::model_time), the simulator, and a shaped run on real threads.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "runner/measure.h"
+#include "schemes/registry.h"
+#include "sim/simulate.h"
+
+namespace gradex::sim {
+namespace {
+
+constexpr double kGB = 1e9;
+
+// How closely the simulation must reproduce each model on a topology where
+// the model's assumptions hold. Exact schemes move one message per port at
+// a time; the others are approximations the report flags as such: the
+// pipelined double tree (fair sharing between its up and down flows) and
+// co-located servers (whose pushes and replies share a NIC).
+double tolerance(const std::string& name) {
+  if (name == "tree") return 3.0;
+  if (name == "ps_colocated" || name == "dp_master") return 0.5;
+  return 1e-9;
+}
+
+class ModelVsSim : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+TEST_P(ModelVsSim, AgreeWithoutContention) {
+  const auto& [name, n] = GetParam();
+  SchemeOptions o;
+  o.workers = n;
+  o.segment_bytes = std::size_t{1} << 30;  // one message per step
+  o.ranks_per_node = 2;                    // hierarchical: nodes of two
+  o.servers = 2;
+  auto scheme = make_scheme(name, o);
+  // Flat for the flat schemes (a ring mixing fast and slow hops gets slack
+  // the step-by-step model does not count); two-level for hierarchical.
+  const int per_node = name == "hierarchical" ? 2 : 1;
+  SimRequest req;
+  req.count = std::size_t(n) * 3 * 4096;
+  req.topology = Topology::grouped(n, per_node, scheme->endpoints() - n, {100 * kGB, 1e-6},
+                                   {10 * kGB, 5e-6});
+  const double simulated = simulate_allreduce(*scheme, req).seconds;
+  const double model = scheme->model_time(req.count * 4, req.topology);
+  ASSERT_GT(model, 0);
+  EXPECT_NEAR(simulated / model, 1.0, tolerance(name)) << "sim " << simulated << " model " << model;
+}
+
+std::vector<std::string> scheme_names() {
+  std::vector<std::string> names;
+  for (const auto& e : scheme_registry()) names.push_back(e.name);
+  return names;
+}
+
+// Powers of two: halving-doubling's fold (n != 2^k) makes two flows share
+// a port, which its model does not count.
+INSTANTIATE_TEST_SUITE_P(Registry, ModelVsSim,
+                         ::testing::Combine(::testing::ValuesIn(scheme_names()),
+                                            ::testing::Values(2, 4, 8)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_n" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
+
+TEST(ModelVsSim, RingAtAnyWorldSize) {
+  for (int n : {3, 5, 7, 64}) {
+    SchemeOptions o;
+    o.workers = n;
+    auto ring = make_scheme("ring", o);
+    SimRequest req;
+    req.count = std::size_t(n) * 1000;
+    req.topology = Topology::grouped(n, 1, 0, {}, {kGB, 3e-6});
+    const double model = ring->model_time(req.count * 4, req.topology);
+    EXPECT_NEAR(simulate_allreduce(*ring, req).seconds, model, model * 1e-9) << "n " << n;
+  }
+}
+
+// ---- a shaped real run against the simulation of the same scenario ----------
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
+struct Agreement {
+  double real;
+  double simulated;
+};
+
+Agreement compare(const std::string& name, int workers, std::size_t count) {
+  SchemeOptions o;
+  o.workers = workers;
+  o.servers = 1;
+  auto scheme = make_scheme(name, o);
+  // 50 MB/s links: every message takes milliseconds, so the real run's
+  // own costs (a thread waking past its deadline, the reduce kernels) stay
+  // a few percent even on a loaded machine.
+  const Topology topology =
+      Topology::grouped(workers, 1, scheme->endpoints() - workers, {}, {50e6, 50e-6});
+  MeasureRequest real;
+  real.count = count;
+  real.warmup_iters = 1;
+  real.iters = 3;
+  real.transport.shaping = topology;
+  const Measurement m = measure(*scheme, real);
+  EXPECT_EQ(m.wrong, 0u);
+  SimRequest sim;
+  sim.count = real.count;
+  sim.topology = topology;
+  // The fastest iteration: noise from other processes only ever adds time
+  // to a shaped run, never removes it.
+  return {m.min(), simulate_allreduce(*scheme, sim).seconds};
+}
+
+TEST(ShapedVsSim, RingOnFourRanksWithinTenPercent) {
+  if (kSanitized) GTEST_SKIP() << "timings are meaningless under sanitizers";
+  const Agreement a = compare("ring", 4, std::size_t{1} << 20);  // 4 MB: 6 steps of 21 ms
+  EXPECT_NEAR(a.real, a.simulated, 0.10 * a.simulated) << "real " << a.real;
+}
+
+TEST(ShapedVsSim, ParameterServerOnFourWorkersWithinTenPercent) {
+  if (kSanitized) GTEST_SKIP() << "timings are meaningless under sanitizers";
+  const Agreement a = compare("ps", 4, std::size_t{1} << 18);  // 1 MB: 2 x 4 x 21 ms
+  EXPECT_NEAR(a.real, a.simulated, 0.10 * a.simulated) << "real " << a.real;
+}
+
+}  // namespace
+}  // namespace gradex::sim

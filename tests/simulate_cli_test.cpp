@@ -1,0 +1,85 @@
+// "transport": "sim", link presets in scenarios, and `gradex simulate` end
+// to end: model beside simulation in the table and the CSV, errors that
+// name the field.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "common/errors.h"
+#include "common/scenario.h"
+
+namespace gradex {
+namespace {
+
+namespace fs = std::filesystem;
+
+Scenario parse(const std::string& text) { return parse_scenario(nlohmann::json::parse(text)); }
+
+TEST(SimScenario, AcceptsSimTransportAndHardwarePresets) {
+  const Scenario s = parse(R"({"name": "x", "sizes": [1024], "transport": "sim",
+      "network": {"intra_node": "nvlink4",
+                  "inter_node": {"preset": "ib_hdr_200g", "latency": "2us"}}})");
+  EXPECT_EQ(s.transport, "sim");
+  EXPECT_DOUBLE_EQ(s.network.intra_node.bytes_per_second, 450e9);
+  EXPECT_DOUBLE_EQ(s.network.inter_node.bytes_per_second, 25e9);
+  EXPECT_DOUBLE_EQ(s.network.inter_node.latency_seconds, 2e-6);
+}
+
+TEST(SimScenario, UnknownPresetNamesTheField) {
+  try {
+    parse(R"({"name": "x", "sizes": [1], "network": {"inter_node": "ib_xdr_9000g"}})");
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "/network/inter_node");
+    EXPECT_NE(std::string(e.what()).find("ib_hdr_200g"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SimScenario, PresetAndBandwidthTogetherIsAnError) {
+  EXPECT_THROW(parse(R"({"name": "x", "sizes": [1], "network": {"inter_node":
+                   {"preset": "pcie4", "bandwidth": "1GB/s"}}})"),
+               ConfigError);
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(SimulateCommand, PrintsModelBesideSimulationAndWritesCsv) {
+  const fs::path dir = fs::temp_directory_path() / ("gradex_simulate_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "s.json") << R"({"name": "tiny", "workers": [4, 8], "schemes": ["ring", "ps"],
+      "sizes": ["1MiB"], "transport": "inproc", "network": {"inter_node": "ib_hdr_200g"}})";
+  const std::string cmd = std::string(GRADEX_BINARY) + " simulate " + (dir / "s.json").string() +
+                          " --servers 1,2 -o " + (dir / "out").string() + " > " +
+                          (dir / "stdout").string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  const std::string out = slurp(dir / "stdout");
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  EXPECT_NE(out.find("simulated"), std::string::npos) << out;
+  EXPECT_NE(out.find("servers 2"), std::string::npos) << out;
+  const std::string csv = slurp(dir / "out" / "results.csv");
+  EXPECT_NE(csv.find("model_time_s"), std::string::npos) << csv;
+  // 2 server counts x 2 worker counts x 2 schemes, plus the header.
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 9) << csv;
+  fs::remove_all(dir);
+}
+
+TEST(SimulateCommand, BadServersFlagIsBadInput) {
+  const std::string cmd = std::string(GRADEX_BINARY) + " simulate " + GRADEX_SOURCE_DIR +
+                          "/scenarios/quickstart.json --servers 0 > /dev/null 2>&1";
+  const int status = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2);
+}
+
+}  // namespace
+}  // namespace gradex

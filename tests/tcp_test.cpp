@@ -1,0 +1,362 @@
+// The TCP transport over loopback, ranks as threads (each with its own
+// endpoint and sockets): matching rules, every registered scheme against
+// the reference and its declared traffic, hostile input, and failures that
+// end in errors naming the peer instead of hangs.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "common/errors.h"
+#include "common/port_shaper.h"
+#include "common/tcp/endpoint.h"
+#include "common/tcp/frame.h"
+#include "common/local_group.h"
+#include "runner/measure_group.h"
+#include "schemes/registry.h"
+
+namespace gradex {
+namespace {
+
+using namespace std::chrono_literals;
+
+TcpOptions quick(std::chrono::milliseconds timeout = 20'000ms) {
+  TcpOptions o;
+  o.timeout = timeout;
+  o.token = "test-token";
+  return o;
+}
+
+// ---- matching -----------------------------------------------------------------
+
+TEST(Tcp, SameTagArrivesInOrderAndTagsSeparateStreams) {
+  run_endpoint_ranks("tcp", 2, quick(), [](Comm& c) {
+    if (c.rank() == 0) {
+      int v[3] = {0, 10, 20};
+      std::vector<Request> rs;
+      for (int& x : v) rs.push_back(c.isend(1, &x, sizeof x, 7));
+      int a = 1, b = 2;
+      rs.push_back(c.isend(1, &a, sizeof a, 1));
+      rs.push_back(c.isend(1, &b, sizeof b, 2));
+      c.wait_all(rs);
+    } else {
+      int y = 0, x = 0;
+      Request ry = c.irecv(0, &y, sizeof y, 2);  // posted before tag 1 arrives
+      std::vector<int> got(3);
+      for (int& g : got) c.recv(0, &g, sizeof g, 7);
+      c.recv(0, &x, sizeof x, 1);
+      c.wait(ry);
+      EXPECT_EQ(got, (std::vector<int>{0, 10, 20}));
+      EXPECT_EQ(x, 1);
+      EXPECT_EQ(y, 2);
+    }
+  });
+}
+
+TEST(Tcp, EarlyAndLateMessagesOfEverySizeArriveIntact) {
+  // Sizes around the receive-reduce chunk, posted before and after arrival.
+  const std::vector<std::size_t> counts = {0, 1, 65'537, 300'001};
+  run_endpoint_ranks("tcp", 2, quick(), [&](Comm& c) {
+    for (std::size_t n : counts) {
+      std::vector<float> v(n);
+      for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i % 1000);
+      if (c.rank() == 0) {
+        c.send(1, v.data(), n * sizeof(float), 1);  // eager: completes unmatched
+        c.barrier();
+        c.send(1, v.data(), n * sizeof(float), 2);
+        c.send(1, v.data(), n * sizeof(float), 3);
+      } else {
+        c.barrier();  // tag 1 is now early (unexpected)
+        std::vector<float> a(n), b(n, 1.0f);
+        c.recv(0, a.data(), n * sizeof(float), 1);
+        Request rr = c.irecv_reduce(0, Tensor{b.data(), n, DType::f32}, ReduceOp::sum, 3);
+        c.recv(0, a.data(), n * sizeof(float), 2);
+        c.wait(rr);
+        for (std::size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(a[i], v[i]) << "element " << i << " of " << n;
+          ASSERT_EQ(b[i], v[i] + 1.0f) << "element " << i << " of " << n;
+        }
+      }
+    }
+  });
+}
+
+TEST(Tcp, MessagesToSelfAndSizeMismatchIsAnError) {
+  run_endpoint_ranks("tcp", 1, quick(), [](Comm& c) {
+    int a = 5, b = 0;
+    Request s = c.isend(0, &a, sizeof a, 3);
+    c.recv(0, &b, sizeof b, 3);
+    c.wait(s);
+    EXPECT_EQ(b, 5);
+    EXPECT_EQ(c.traffic().bytes_sent, 0u);
+  });
+  EXPECT_THROW(run_endpoint_ranks("tcp", 2, quick(),
+                             [](Comm& c) {
+                               std::vector<char> buf(16);
+                               if (c.rank() == 0) c.send(1, buf.data(), 8, 1);
+                               else c.recv(0, buf.data(), 16, 1);
+                             }),
+               InvariantError);
+}
+
+// ---- every scheme -------------------------------------------------------------
+
+SchemeOptions options_for(int n) {
+  SchemeOptions o;
+  o.workers = n;
+  o.segment_bytes = 64 * 1024;
+  for (int g = 4; g >= 2; --g) {
+    if (n % g == 0 && n / g >= 2) {
+      o.ranks_per_node = g;
+      break;
+    }
+  }
+  o.inter_algorithm = n == 4 ? "ring" : "tree";
+  o.servers = n >= 4 ? 2 : 1;
+  return o;
+}
+
+class TcpSchemes : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+TEST_P(TcpSchemes, MatchReferenceAndDeclaredTraffic) {
+  const auto& [name, n] = GetParam();
+  auto scheme = make_scheme(name, options_for(n));
+  for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t(n) * 37 + 3,
+                            std::size_t{200'003}}) {
+    MeasureRequest req;
+    req.count = count;
+    req.warmup_iters = 1;
+    req.iters = 2;
+    Measurement result;
+    run_endpoint_ranks("tcp", scheme->endpoints(), quick(), [&](Comm& c) {
+      Measurement m = measure_group(c, *scheme, req);
+      if (c.rank() == 0) result = m;
+    });
+    EXPECT_EQ(result.wrong, 0u) << "count " << count;
+    ASSERT_EQ(static_cast<int>(result.traffic.size()), scheme->endpoints());
+    for (int e = 0; e < scheme->endpoints(); ++e) {
+      EXPECT_EQ(result.traffic[e], scheme->expected_traffic(e, count, DType::f32))
+          << "endpoint " << e << ", count " << count;
+    }
+  }
+}
+
+std::vector<std::string> scheme_names() {
+  std::vector<std::string> names;
+  for (const auto& e : scheme_registry()) names.push_back(e.name);
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, TcpSchemes,
+                         ::testing::Combine(::testing::ValuesIn(scheme_names()),
+                                            ::testing::Values(1, 2, 3, 4, 5)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_n" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
+
+// ---- link shaping across processes ---------------------------------------------
+
+TEST(PortShaper, HalvesReproduceTheSharedShaper) {
+  // Two workers on node 0, a server alone on node 1: both workers push to
+  // the server at once, then the server answers both.
+  const Topology topo = Topology::grouped(2, 2, 1, {8e9, 5e-6}, {1e9, 20e-6});
+  LinkShaper whole(topo);
+  PortShaper w0(topo, 0), w1(topo, 1), server(topo, 2);
+  const std::size_t mb = 1'000'000;
+  const auto a = whole.reserve(0, 2, mb, 0.0);
+  const auto b = whole.reserve(1, 2, mb, 0.0);
+  const auto ea = w0.egress(2, mb, 0.0);
+  const auto eb = w1.egress(2, mb, 0.0);
+  EXPECT_DOUBLE_EQ(server.ingress(0, mb, ea.start), a.arrival);
+  EXPECT_DOUBLE_EQ(server.ingress(1, mb, eb.start), b.arrival);  // queued behind the first
+  const auto c = whole.reserve(2, 0, mb, b.arrival);
+  const auto ec = server.egress(0, mb, b.arrival);
+  EXPECT_DOUBLE_EQ(ec.done, c.sender_free);
+  EXPECT_DOUBLE_EQ(w0.ingress(2, mb, ec.start), c.arrival);
+  // Intra-node traffic uses the other ports and is not delayed by the NIC.
+  EXPECT_DOUBLE_EQ(w1.ingress(0, mb, w0.egress(1, mb, 0.0).start), mb / 8e9 + 5e-6);
+}
+
+// ---- hostile input ------------------------------------------------------------
+
+TEST(TcpFrame, RejectsBadMagicVersionKindAndAbsurdLength) {
+  tcp::FrameHeader h;
+  h.tag = 9;
+  h.length = 100;
+  tcp::FrameHeader out;
+  EXPECT_FALSE(tcp::FrameHeader::decode(h.encode(), 1000, out).has_value());
+  EXPECT_EQ(out.tag, 9u);
+  auto bytes = h.encode();
+  bytes[0] = std::byte{0x41};
+  EXPECT_NE(tcp::FrameHeader::decode(bytes, 1000, out).value_or("").find("bad magic"),
+            std::string::npos);
+  bytes = h.encode();
+  bytes[4] = std::byte{9};
+  EXPECT_NE(tcp::FrameHeader::decode(bytes, 1000, out).value_or("").find("version"),
+            std::string::npos);
+  bytes = h.encode();
+  bytes[6] = std::byte{77};
+  EXPECT_NE(tcp::FrameHeader::decode(bytes, 1000, out).value_or("").find("kind"),
+            std::string::npos);
+  h.length = ~std::uint64_t{0};
+  EXPECT_NE(tcp::FrameHeader::decode(h.encode(), 1000, out).value_or("").find("exceeds"),
+            std::string::npos);
+}
+
+// Connects a raw socket to `address` and writes `bytes` of garbage.
+int send_garbage(const std::string& address, std::size_t bytes) {
+  const int port = std::stoi(address.substr(address.rfind(':') + 1));
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<std::uint16_t>(port));
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) return -1;
+  std::vector<char> junk(bytes, 'x');
+  (void)!::write(fd, junk.data(), junk.size());
+  return fd;
+}
+
+TEST(TcpAdmission, GarbageIsRefusedAndTheRealPeerStillJoins) {
+  TcpEndpoint a(0, 2, quick(5'000ms));
+  TcpEndpoint b(1, 2, quick(5'000ms));
+  const std::vector<std::string> addresses = {a.address(), b.address()};
+  const int junk = send_garbage(a.address(), 200);  // before the real peer
+  ASSERT_GE(junk, 0);
+  std::thread tb([&] { b.connect(addresses); });
+  a.connect(addresses);
+  tb.join();
+  int x = 42, y = 0;
+  std::thread sender([&] { b.send(0, &x, sizeof x, 1); });
+  a.recv(1, &y, sizeof y, 1);
+  sender.join();
+  EXPECT_EQ(y, 42);
+  std::thread cb([&] { b.close(); });
+  a.close();
+  cb.join();
+  ::close(junk);
+}
+
+TEST(TcpAdmission, GarbageAloneEndsInATimeoutThatSaysWhy) {
+  TcpEndpoint a(0, 2, quick(600ms));
+  const int junk = send_garbage(a.address(), 200);
+  try {
+    a.connect({a.address(), "127.0.0.1:1"});
+    FAIL() << "connect should time out";
+  } catch (const TimeoutError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank(s) 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bad magic"), std::string::npos) << e.what();
+  }
+  ::close(junk);
+}
+
+TEST(TcpAdmission, WrongTokenIsRefused) {
+  TcpOptions other = quick(800ms);
+  other.token = "not-the-token";
+  TcpEndpoint a(0, 2, quick(800ms));
+  TcpEndpoint b(1, 2, other);
+  const std::vector<std::string> addresses = {a.address(), b.address()};
+  std::string b_error;
+  std::thread tb([&] {
+    try {
+      b.connect(addresses);
+    } catch (const std::exception& e) {
+      b_error = e.what();
+    }
+  });
+  EXPECT_THROW(a.connect(addresses), TimeoutError);
+  tb.join();
+  EXPECT_NE(b_error.find("token mismatch"), std::string::npos) << b_error;
+}
+
+// ---- failures -----------------------------------------------------------------
+
+TEST(TcpFailure, ARankThatThrowsEndsTheOthersWithItsName) {
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    run_endpoint_ranks("tcp", 4, quick(20'000ms), [](Comm& c) {
+      if (c.rank() == 2) throw std::runtime_error("rank 2 broke on purpose");
+      int x = 0;
+      c.recv((c.rank() + 3) % 4, &x, sizeof x, 1);  // never sent
+    });
+    FAIL() << "the group should fail";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("on purpose"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+}
+
+TEST(TcpFailure, AWaitThatTimesOutNamesThePeer) {
+  try {
+    run_endpoint_ranks("tcp", 2, quick(300ms), [](Comm& c) {
+      int x = 0;
+      if (c.rank() == 0) c.recv(1, &x, sizeof x, 5);
+      else std::this_thread::sleep_for(600ms);
+    });
+    FAIL() << "rank 0 should time out";
+  } catch (const TimeoutError& e) {
+    EXPECT_NE(std::string(e.what()).find("receive from rank 1"), std::string::npos) << e.what();
+  }
+}
+
+// A real crash: rank 2 is a forked process that connects and then exits
+// without a goodbye; the survivors must name it well within their timeout.
+TEST(TcpFailure, AKilledProcessEndsTheSurvivorsQuickly) {
+  TcpEndpoint a(0, 3, quick(20'000ms));
+  TcpEndpoint b(1, 3, quick(20'000ms));
+  const std::vector<std::string> addresses = {a.address(), b.address(), "127.0.0.1:1"};
+  // Fork before any thread of this test exists.
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    try {
+      TcpEndpoint c(2, 3, quick(20'000ms));
+      c.connect(addresses);
+      std::this_thread::sleep_for(200ms);
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(0);  // no close(), no destructors: like a kill
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string error_b;
+  std::thread tb([&] {
+    try {
+      b.connect(addresses);
+      int x = 0;
+      b.recv(2, &x, sizeof x, 1);
+    } catch (const PeerLostError& e) {
+      if (e.peer() == 2) error_b = e.what();
+    } catch (const std::exception& e) {
+      error_b = std::string("wrong error: ") + e.what();
+    }
+  });
+  std::string error_a;
+  try {
+    a.connect(addresses);
+    int x = 0;
+    a.recv(1, &x, sizeof x, 1);  // blocked on a survivor, not on the dead rank
+  } catch (const PeerLostError& e) {
+    error_a = e.what();
+    EXPECT_EQ(e.peer(), 2) << e.what();
+  }
+  tb.join();
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_NE(error_a.find("rank 2"), std::string::npos) << error_a;
+  EXPECT_NE(error_b.find("rank 2"), std::string::npos) << error_b;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+}
+
+}  // namespace
+}  // namespace gradex

@@ -1,0 +1,518 @@
+// The training layer: IDX loading and its verification, sharding, the MLP's
+// gradients, DDP's buckets and hooks, and the central claim: N workers with
+// batch b end with the same parameters as one worker with batch N*b, under
+// every scheme in the registry. Data sets are tiny (synthetic, a few hundred
+// samples) so the suite stays fast under the sanitizers.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <numeric>
+#include <set>
+
+#include "schemes/registry.h"
+#include "train/dataset.h"
+#include "train/idx.h"
+#include "train/mlp.h"
+#include "train/optimizer.h"
+#include "train/ps_training.h"
+#include "train/profiled_model.h"
+#include "train/zero.h"
+#include "train/reducer.h"
+#include "train/trainer.h"
+
+namespace gradex {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path temp_dir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  fs::path dir = fs::temp_directory_path() /
+                 (std::string("gradex_train_") + info->test_suite_name() + "_" + info->name());
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::vector<std::uint8_t> idx_bytes(std::vector<std::uint32_t> dims, std::uint8_t type = 0x08) {
+  std::vector<std::uint8_t> b = {0, 0, type, static_cast<std::uint8_t>(dims.size())};
+  std::size_t total = 1;
+  for (std::uint32_t d : dims) {
+    for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<std::uint8_t>(d >> s));
+    total *= d;
+  }
+  for (std::size_t i = 0; i < total; ++i) b.push_back(static_cast<std::uint8_t>(i % 10));
+  return b;
+}
+
+void write_file(const fs::path& p, const std::vector<std::uint8_t>& bytes) {
+  std::ofstream f(p, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+void write_gz(const fs::path& p, const std::vector<std::uint8_t>& bytes) {
+  gzFile gz = gzopen(p.c_str(), "wb");
+  ASSERT_NE(gz, nullptr);
+  ASSERT_EQ(gzwrite(gz, bytes.data(), static_cast<unsigned>(bytes.size())),
+            static_cast<int>(bytes.size()));
+  gzclose(gz);
+}
+
+// Expects DataError whose message contains `part` (and the file's name).
+void expect_data_error(const fs::path& p, int rank, const std::string& part) {
+  try {
+    read_idx_u8(p, rank);
+    FAIL() << "no error for " << p;
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(p.filename().string()), std::string::npos) << e.what();
+  }
+}
+
+TEST(Idx, ReadsPlainAndGzip) {
+  const fs::path dir = temp_dir();
+  write_file(dir / "a-idx3-ubyte", idx_bytes({3, 2, 2}));
+  write_gz(dir / "a-idx3-ubyte.gz", idx_bytes({3, 2, 2}));
+  for (const char* name : {"a-idx3-ubyte", "a-idx3-ubyte.gz"}) {
+    const IdxArray a = read_idx_u8(dir / name, 3);
+    EXPECT_EQ(a.dims, (std::vector<std::uint32_t>{3, 2, 2}));
+    ASSERT_EQ(a.data.size(), 12u);
+    EXPECT_EQ(a.data[11], 1);
+  }
+}
+
+TEST(Idx, RejectsCorruptFiles) {
+  const fs::path dir = temp_dir();
+  auto good = idx_bytes({4, 3});
+  auto bad_magic = good;
+  bad_magic[0] = 0x1f;
+  write_file(dir / "magic", bad_magic);
+  expect_data_error(dir / "magic", 2, "bad magic");
+  write_file(dir / "type", idx_bytes({4, 3}, 0x0D));
+  expect_data_error(dir / "type", 2, "element type");
+  write_file(dir / "rank", good);
+  expect_data_error(dir / "rank", 3, "dimensions, expected 3");
+  auto truncated = good;
+  truncated.resize(truncated.size() - 1);
+  write_file(dir / "short", truncated);
+  expect_data_error(dir / "short", 2, "payload is 11 bytes but the dimensions say 12");
+  auto extra = good;
+  extra.push_back(7);
+  write_file(dir / "long", extra);
+  expect_data_error(dir / "long", 2, "payload is 13 bytes");
+  write_file(dir / "header", {0, 0, 8, 2, 0, 0});
+  expect_data_error(dir / "header", 2, "truncated inside the dimension header");
+  write_file(dir / "tiny", {0, 0});
+  expect_data_error(dir / "tiny", 1, "shorter than");
+  expect_data_error(dir / "missing", 1, "does not exist");
+  // A gzip stream cut in half.
+  write_gz(dir / "cut.gz", idx_bytes({50, 40}));
+  auto gz = read_maybe_gzip(dir / "cut.gz");  // sanity: the whole one reads
+  EXPECT_EQ(gz.size(), 2000u + 12u);
+  std::ifstream in(dir / "cut.gz", std::ios::binary);
+  std::vector<std::uint8_t> raw{std::istreambuf_iterator<char>(in), {}};
+  raw.resize(raw.size() / 2);
+  write_file(dir / "cut2.gz", raw);
+  expect_data_error(dir / "cut2.gz", 2, "gzip");
+}
+
+TEST(FashionMnist, MismatchedLabelsAreRejected) {
+  const fs::path dir = temp_dir();
+  write_file(dir / "t10k-images-idx3-ubyte", idx_bytes({5, 28, 28}));
+  write_file(dir / "t10k-labels-idx1-ubyte", idx_bytes({4}));
+  EXPECT_THROW(load_fashion_mnist(dir, "t10k"), DataError);
+  write_file(dir / "t10k-labels-idx1-ubyte", idx_bytes({5}));
+  const Dataset d = load_fashion_mnist(dir, "t10k");
+  EXPECT_EQ(d.size(), 5u);
+  EXPECT_EQ(d.features(), 784);
+  EXPECT_THROW(load_fashion_mnist(dir / "nowhere", "t10k"), DataError);
+}
+
+TEST(FashionMnist, InstalledTestSplitLoads) {
+  if (!fs::exists(kFashionMnistDir)) {
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed (scripts/setup.sh installs it)";
+  }
+  const Dataset d = load_fashion_mnist(kFashionMnistDir, "t10k");
+  EXPECT_EQ(d.size(), 10000u);
+  EXPECT_EQ(d.features(), 784);
+  EXPECT_LE(d.x.maxCoeff(), 1.0f);
+  EXPECT_GE(d.x.minCoeff(), 0.0f);
+  std::vector<int> per_class(10, 0);
+  for (int y : d.y) ++per_class[static_cast<std::size_t>(y)];
+  for (int c : per_class) EXPECT_EQ(c, 1000);  // the test split is balanced
+}
+
+TEST(Sharding, ShardsPartitionEachEpochAndReshuffle) {
+  const std::size_t n = 103;
+  for (int world : {1, 2, 3, 4, 7}) {
+    std::set<std::size_t> seen;
+    for (int r = 0; r < world; ++r) {
+      const auto s = shard_indices(n, r, world, 5, 0);
+      EXPECT_EQ(s.size(), n / static_cast<std::size_t>(world));
+      for (std::size_t i : s) EXPECT_TRUE(seen.insert(i).second) << "index " << i << " twice";
+    }
+    EXPECT_EQ(seen.size(), n / world * world);
+  }
+  EXPECT_NE(shard_indices(n, 0, 2, 5, 0), shard_indices(n, 0, 2, 5, 1));
+  EXPECT_EQ(shard_indices(n, 1, 2, 5, 3), shard_indices(n, 1, 2, 5, 3));
+}
+
+TEST(Mlp, GradientMatchesFiniteDifferences) {
+  const Dataset data = synthetic_dataset(8, 5, 3, 11);
+  Mlp mlp({5, 4, 3}, data);
+  std::vector<float> p(mlp.param_count()), g(mlp.param_count(), 0.0f);
+  mlp.init(p, 3);
+  std::vector<std::size_t> batch(8);
+  std::iota(batch.begin(), batch.end(), std::size_t{0});
+  std::vector<std::size_t> ready;
+  mlp.train_step(p, batch, g, 1.0f, [&](std::size_t i) { ready.push_back(i); });
+  EXPECT_EQ(ready, (std::vector<std::size_t>{2, 3, 0, 1}));  // last layer first
+  std::vector<float> scratch(p.size());
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    const float h = 1e-2f;
+    auto q = p;
+    q[i] += h;
+    const double up = mlp.train_step(q, batch, scratch, 0.0f, {});
+    q[i] -= 2 * h;
+    const double down = mlp.train_step(q, batch, scratch, 0.0f, {});
+    EXPECT_NEAR(g[i], (up - down) / (2 * h), 2e-3) << mlp.params()[0].name << " element " << i;
+  }
+}
+
+TEST(Optimizer, AdamAndSgdMinimiseAQuadratic) {
+  for (const char* kind : {"sgd", "adam"}) {
+    OptimizerConfig c;
+    c.kind = kind;
+    c.lr = 0.05f;
+    auto opt = make_optimizer(c, 3);
+    std::vector<float> x = {3, -2, 1}, g(3);
+    for (int i = 0; i < 500; ++i) {
+      for (int j = 0; j < 3; ++j) g[static_cast<std::size_t>(j)] = 2 * x[static_cast<std::size_t>(j)];
+      opt->step(x, g);
+    }
+    for (float v : x) EXPECT_NEAR(v, 0.0f, 0.05f) << kind;
+  }
+  OptimizerConfig bad;
+  bad.kind = "lion";
+  EXPECT_THROW(make_optimizer(bad, 1), ConfigError);
+}
+
+TEST(Buckets, ReverseOrderContiguousAndCapped) {
+  const std::vector<ParamSpan> params = {
+      {"W0", 0, 100}, {"b0", 100, 10}, {"W1", 110, 50}, {"b1", 160, 5}};
+  const auto buckets = make_buckets(params, 60 * sizeof(float));
+  ASSERT_EQ(buckets.size(), 3u);
+  EXPECT_EQ(buckets[0].params, (std::vector<std::size_t>{3, 2}));
+  EXPECT_EQ(buckets[0].offset, 110u);
+  EXPECT_EQ(buckets[0].count, 55u);
+  EXPECT_EQ(buckets[1].params, (std::vector<std::size_t>{1}));
+  EXPECT_EQ(buckets[2].params, (std::vector<std::size_t>{0}));  // larger than the cap: alone
+  EXPECT_EQ(buckets[2].offset, 0u);
+  EXPECT_EQ(make_buckets(params, std::size_t{25} << 20).size(), 1u);
+}
+
+// An exchange that only reports that it started: proves a bucket is sent as
+// soon as its gradients are ready, before the rest are marked.
+class SignallingExchange final : public GradientExchange {
+ public:
+  int workers() const override { return 1; }
+  int endpoints() const override { return 1; }
+  void allreduce(Comm&, Tensor data, ReduceOp) override {
+    std::lock_guard lock(mutex_);
+    started_.push_back(data.count);
+    if (started_.size() == 1) first_.set_value();
+  }
+  void serve(Comm&, std::size_t, DType, ReduceOp) override {}
+  std::future<void> first() { return first_.get_future(); }
+  std::vector<std::size_t> started() {
+    std::lock_guard lock(mutex_);
+    return started_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::promise<void> first_;
+  std::vector<std::size_t> started_;
+};
+
+TEST(Reducer, LaunchesABucketBeforeBackwardEnds) {
+  const std::vector<ParamSpan> params = {{"W0", 0, 8}, {"b0", 8, 2}, {"W1", 10, 4}, {"b1", 14, 1}};
+  InprocWorld world(1);
+  SignallingExchange exchange;
+  std::vector<float> grads(15, 1.0f);
+  Reducer reducer(world.comm(0), exchange, grads, make_buckets(params, 5 * sizeof(float)), params,
+                  {});
+  ASSERT_EQ(reducer.buckets().size(), 3u);  // {b1, W1}, {b0}, {W0}
+  auto first = exchange.first();
+  reducer.prepare();
+  reducer.mark_ready(3);
+  reducer.mark_ready(2);
+  // Bucket 0 (W1, b1) must now be on the wire although W0, b0 are not ready;
+  // the timeout only bounds a failure, it is not what the test measures.
+  ASSERT_EQ(first.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  reducer.mark_ready(1);
+  reducer.mark_ready(0);
+  reducer.finish();
+  EXPECT_EQ(exchange.started(), (std::vector<std::size_t>{5, 2, 8}));
+  EXPECT_THROW(reducer.mark_ready(0), InvariantError);  // marked twice in one step
+}
+
+// Options valid for every scheme at world size n (as in scheme_test).
+SchemeOptions options_for(int n) {
+  SchemeOptions o;
+  o.workers = n;
+  o.segment_bytes = 256;  // several segments even for tiny buckets
+  for (int g = 4; g >= 2; --g) {
+    if (n % g == 0 && n / g >= 2) {
+      o.ranks_per_node = g;
+      break;
+    }
+  }
+  o.inter_algorithm = "tree";
+  o.servers = n >= 4 ? 2 : 1;
+  return o;
+}
+
+TrainConfig tiny_config(const std::string& optimizer) {
+  TrainConfig c;
+  c.layers = {12, 16, 10, 4};
+  c.optimizer.kind = optimizer;
+  c.optimizer.lr = optimizer == "adam" ? 0.01f : 0.1f;
+  c.batch = 5;
+  c.epochs = 2;
+  c.max_steps = 4;
+  c.bucket_bytes = 300;  // several buckets
+  c.evaluate = false;
+  return c;
+}
+
+const Dataset& tiny_data() {
+  static const Dataset d = synthetic_dataset(240, 12, 4, 7);
+  return d;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, double{std::fabs(a[i] - b[i])});
+  return m;
+}
+
+class Equivalence : public ::testing::TestWithParam<std::tuple<std::string, int, std::string>> {};
+
+// N workers x batch b (averaged gradients) == 1 worker x batch N*b: the same
+// samples per step, the same mean gradient up to summation order.
+TEST_P(Equivalence, NWorkersMatchOneWorkerWithNTimesTheBatch) {
+  const auto& [scheme, n, optimizer] = GetParam();
+  TrainConfig many = tiny_config(optimizer);
+  TrainConfig one = many;
+  one.batch = many.batch * n;
+  const Dataset empty;
+  const TrainResult ref = train_data_parallel("ring", options_for(1), one, tiny_data(), empty);
+  const TrainResult got = train_data_parallel(scheme, options_for(n), many, tiny_data(), empty);
+  ASSERT_EQ(got.params.size(), ref.params.size());
+  EXPECT_EQ(got.steps, ref.steps);
+  EXPECT_GT(got.buckets, 1u);
+  EXPECT_TRUE(got.replicas_agree);
+  EXPECT_LT(max_abs_diff(got.params, ref.params), 1e-4) << scheme << " n=" << n;
+}
+
+// The tolerance above is meaningful: one worker with the small batch (other
+// samples, a noisier gradient) ends far outside it.
+TEST(Training, EquivalenceToleranceSeparatesDifferentRuns) {
+  const Dataset empty;
+  TrainConfig big = tiny_config("sgd");
+  big.batch *= 4;
+  const TrainResult a = train_data_parallel("ring", options_for(1), big, tiny_data(), empty);
+  const TrainResult b =
+      train_data_parallel("ring", options_for(1), tiny_config("sgd"), tiny_data(), empty);
+  EXPECT_GT(max_abs_diff(a.params, b.params), 1e-2);
+}
+
+std::vector<std::tuple<std::string, int, std::string>> equivalence_cases() {
+  std::vector<std::tuple<std::string, int, std::string>> cases;
+  for (const auto& e : scheme_registry()) {
+    for (int n : {2, 3, 4}) cases.emplace_back(e.name, n, "sgd");
+    cases.emplace_back(e.name, 4, "adam");
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllSchemes, Equivalence, ::testing::ValuesIn(equivalence_cases()),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_n" +
+                                  std::to_string(std::get<1>(info.param)) + "_" +
+                                  std::get<2>(info.param);
+                         });
+
+TEST(Training, AccumulationOverKMicroBatchesMatchesOneLargeBatch) {
+  TrainConfig k = tiny_config("sgd");
+  k.accumulate = 3;
+  TrainConfig one = tiny_config("sgd");
+  one.batch = k.batch * 2 * 3;
+  const Dataset empty;
+  const TrainResult ref = train_data_parallel("ring", options_for(1), one, tiny_data(), empty);
+  const TrainResult got = train_data_parallel("ring", options_for(2), k, tiny_data(), empty);
+  EXPECT_LT(max_abs_diff(got.params, ref.params), 1e-4);
+}
+
+TEST(Training, OverlapOffAndCompressionKeepReplicasInStep) {
+  const Dataset empty;
+  TrainConfig base = tiny_config("sgd");
+  const TrainResult ref = train_data_parallel("ring", options_for(3), base, tiny_data(), empty);
+  TrainConfig off = base;
+  off.overlap = false;
+  const TrainResult no_overlap = train_data_parallel("ring", options_for(3), off, tiny_data(), empty);
+  EXPECT_EQ(no_overlap.params, ref.params);  // overlap changes timing, never results
+  for (Compression c : {Compression::fp16, Compression::bf16}) {
+    TrainConfig cc = base;
+    cc.compression = c;
+    const TrainResult r = train_data_parallel("tree", options_for(3), cc, tiny_data(), empty);
+    EXPECT_TRUE(r.replicas_agree);
+    // 16-bit gradients perturb the result a little, not a lot.
+    EXPECT_LT(max_abs_diff(r.params, ref.params), c == Compression::fp16 ? 1e-2 : 5e-2)
+        << compression_name(c);
+    EXPECT_GT(max_abs_diff(r.params, ref.params), 0.0);
+  }
+}
+
+TEST(Training, LearnsTheSyntheticTask) {
+  const Dataset train = synthetic_dataset(400, 12, 4, 21);
+  const Dataset test = synthetic_dataset(200, 12, 4, 21).head(200);
+  TrainConfig c = tiny_config("adam");
+  c.max_steps = -1;
+  c.epochs = 3;
+  c.evaluate = true;
+  Trace trace;
+  c.trace_steps = 2;
+  const TrainResult r = train_data_parallel("ps", options_for(2), c, train, test, {}, &trace);
+  ASSERT_EQ(r.epochs.size(), 3u);
+  EXPECT_LT(r.epochs.back().train_loss, r.epochs.front().train_loss);
+  EXPECT_GT(r.epochs.back().test_accuracy, 0.9);
+  // The timeline has compute spans and one span per bucket per traced step.
+  std::size_t compute = 0, comm = 0;
+  for (const auto& e : trace.events()) (e.track == 0 ? compute : comm)++;
+  EXPECT_EQ(comm, 2 * 2 * r.buckets);
+  EXPECT_EQ(compute, 2u * 2 * 3);  // forward, backward, optimizer: 2 steps, 2 workers
+}
+
+}  // namespace
+}  // namespace gradex
+
+namespace gradex {
+namespace {
+
+// The PS servers run the optimizer; under BSP they step once per round on
+// the average, which is exactly what DDP's workers do locally.
+TEST(PsTraining, BspMatchesAllReduceTraining) {
+  const Dataset empty;
+  for (const char* opt : {"sgd", "adam"}) {
+    const TrainConfig c = tiny_config(opt);
+    const TrainResult ddp = train_data_parallel("ring", options_for(3), c, tiny_data(), empty);
+    PsTrainConfig ps;
+    ps.servers = 2;
+    const PsTrainResult r = train_parameter_server(ps, c, 3, tiny_data(), empty);
+    EXPECT_LT(max_abs_diff(r.train.params, ddp.params), 1e-4) << opt;
+    EXPECT_EQ(r.max_staleness, 0);
+  }
+}
+
+// Staleness is whatever the thread schedule makes it, but its bounds are
+// not: SSP with bound s never lets another worker push more than 2s+1
+// times between a worker's pull and its next push.
+TEST(PsTraining, AsynchronousModelsTrainAndSspBoundsStaleness) {
+  const Dataset train = synthetic_dataset(400, 12, 4, 21);
+  const Dataset test = synthetic_dataset(200, 12, 4, 21);
+  TrainConfig c = tiny_config("sgd");
+  c.max_steps = -1;
+  c.epochs = 3;
+  c.evaluate = true;
+  // Plain SGD at a modest rate converges under any interleaving (momentum
+  // amplifies stale gradients, which would make the outcome schedule-bound).
+  c.optimizer.lr = 0.05f;
+  c.optimizer.momentum = 0.0f;
+  const int workers = 3;
+  for (int s : {0, 1, 3}) {
+    PsTrainConfig ps;
+    ps.consistency = Consistency::ssp;
+    ps.staleness = s;
+    const PsTrainResult r = train_parameter_server(ps, c, workers, train, test);
+    EXPECT_LE(r.max_staleness, (workers - 1) * (2 * s + 1)) << "s=" << s;
+    EXPECT_GT(r.final_test_accuracy, 0.85) << "s=" << s;
+  }
+  PsTrainConfig asp;
+  asp.consistency = Consistency::asp;
+  asp.servers = 2;
+  const PsTrainResult r = train_parameter_server(asp, c, workers, train, test);
+  EXPECT_GT(r.final_test_accuracy, 0.85);
+  EXPECT_EQ(r.train.epochs.size(), 3u);
+  EXPECT_THROW(parse_consistency("bulk"), ConfigError);
+}
+
+}  // namespace
+}  // namespace gradex
+
+namespace gradex {
+namespace {
+
+// ZeRO changes where the optimizer runs, not what it computes.
+TEST(Zero, MatchesReplicatedTrainingWithAnNthOfTheOptimizerState) {
+  const Dataset empty;
+  for (const char* opt : {"sgd", "adam"}) {
+    for (int n : {1, 3, 4}) {
+      const TrainConfig c = tiny_config(opt);
+      const TrainResult ddp = train_data_parallel("ring", options_for(n), c, tiny_data(), empty);
+      const ZeroResult z = train_zero(c, n, tiny_data(), empty);
+      EXPECT_TRUE(z.train.replicas_agree);
+      EXPECT_LT(max_abs_diff(z.train.params, ddp.params), 1e-4) << opt << " n=" << n;
+      EXPECT_EQ(z.replicated_state_bytes, ddp.optimizer_state_bytes);
+      const double per_worker_max =
+          std::ceil(static_cast<double>(ddp.param_count) / n) * (opt == std::string("adam") ? 8 : 4);
+      EXPECT_EQ(z.sharded_state_bytes_max, per_worker_max) << opt << " n=" << n;
+    }
+  }
+}
+
+TEST(Profiles, ParameterCountsMatchThePublishedModels) {
+  // torchvision / Hugging Face parameter counts.
+  EXPECT_EQ(model_profile("resnet50").params(), 25557032);
+  EXPECT_EQ(model_profile("vgg16").params(), 138357544);
+  EXPECT_EQ(model_profile("gpt2_small").params(), 124439808);
+  // BERT-base encoder + pooler, without the pre-training heads.
+  EXPECT_EQ(model_profile("bert_base").params(), 109482240);
+  EXPECT_NEAR(model_profile("resnet50").forward_flops(), 8.18e9, 0.05e9);
+  EXPECT_THROW(model_profile("alexnet"), ConfigError);
+}
+
+TEST(Profiles, EmulatedModelReportsLayersLastFirstAndTrainsThroughTheLoop) {
+  EmulationConfig emu;
+  emu.forward_seconds = 0.001;
+  emu.param_scale = 1e-4;
+  ProfiledModel m(model_profile("bert_base"), emu);
+  std::vector<float> p(m.param_count()), g(m.param_count(), 0.0f);
+  std::vector<std::size_t> order;
+  m.train_step(p, {}, g, 1.0f, [&](std::size_t i) { order.push_back(i); });
+  ASSERT_EQ(order.size(), m.params().size());
+  for (std::size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i], order.size() - 1 - i);
+
+  ModelSource source;
+  source.make_model = [&] { return std::make_unique<ProfiledModel>(model_profile("resnet50"), emu); };
+  source.samples = 3 * 2 * 4;
+  TrainConfig c;
+  c.batch = 2;
+  c.bucket_bytes = 1000;
+  for (bool overlap : {false, true}) {
+    c.overlap = overlap;
+    const TrainResult r = train_data_parallel("ring", options_for(3), c, source);
+    EXPECT_EQ(r.steps, 4);
+    EXPECT_GT(r.buckets, 2u);
+    EXPECT_TRUE(r.replicas_agree);
+    EXPECT_EQ(r.params.size(), source.make_model()->param_count());
+  }
+}
+
+}  // namespace
+}  // namespace gradex

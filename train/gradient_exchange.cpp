@@ -1,0 +1,64 @@
+#include "train/gradient_exchange.h"
+
+#include <algorithm>
+
+#include "common/errors.h"
+
+namespace gradex {
+
+Compression parse_compression(const std::string& text, const std::string& field) {
+  if (text == "none") return Compression::none;
+  if (text == "fp16" || text == "f16") return Compression::fp16;
+  if (text == "bf16") return Compression::bf16;
+  throw ConfigError(field, "unknown compression '" + text + "' (known: none, fp16, bf16)");
+}
+
+std::string compression_name(Compression c) {
+  switch (c) {
+    case Compression::none: return "none";
+    case Compression::fp16: return "fp16";
+    case Compression::bf16: return "bf16";
+  }
+  return "?";
+}
+
+ExchangeCall average_call(std::size_t count, Compression compression) {
+  switch (compression) {
+    case Compression::none: return {count, DType::f32, ReduceOp::avg};
+    case Compression::fp16: return {count, DType::f16, ReduceOp::sum};
+    case Compression::bf16: return {count, DType::bf16, ReduceOp::sum};
+  }
+  return {};
+}
+
+void average_gradients(GradientExchange& exchange, Comm& comm, std::span<float> data,
+                       Compression compression, std::vector<std::uint16_t>& scratch) {
+  if (compression == Compression::none) {
+    exchange.allreduce(comm, Tensor{data.data(), data.size(), DType::f32}, ReduceOp::avg);
+    return;
+  }
+  const float inv = 1.0f / static_cast<float>(exchange.workers());
+  const bool half = compression == Compression::fp16;
+  scratch.resize(data.size());
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    scratch[i] = half ? float_to_half(data[i] * inv) : float_to_bf16(data[i] * inv);
+  }
+  const ExchangeCall call = average_call(data.size(), compression);
+  exchange.allreduce(comm, Tensor{scratch.data(), data.size(), call.dtype}, call.op);
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    data[i] = half ? half_to_float(scratch[i]) : bf16_to_float(scratch[i]);
+  }
+}
+
+ExchangeCall broadcast_call(std::size_t count) { return {count, DType::f32, ReduceOp::sum}; }
+
+void broadcast_from_worker0(GradientExchange& exchange, Comm& comm, std::span<float> data) {
+  if (comm.rank() != 0) std::fill(data.begin(), data.end(), 0.0f);
+  exchange.allreduce(comm, Tensor{data.data(), data.size(), DType::f32}, ReduceOp::sum);
+}
+
+void serve_call(GradientExchange& exchange, Comm& comm, const ExchangeCall& call) {
+  exchange.serve(comm, call.count, call.dtype, call.op);
+}
+
+}  // namespace gradex

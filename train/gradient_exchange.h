@@ -1,0 +1,74 @@
+// What the training loop drives to combine gradients: a GradientExchange.
+// SchemeExchange puts any registered Scheme behind it, so the same loop runs
+// under ring, tree, halving-doubling, hierarchical and the parameter
+// server. Dedicated server endpoints (after the workers) take part in every
+// exchange with serve(), given only the size, as Scheme::allreduce expects.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/comm.h"
+#include "common/scheme.h"
+
+namespace gradex {
+
+// DDP's communication hooks: gradients travel as 16-bit floats and are
+// widened back on arrival, halving the bytes on the wire.
+enum class Compression { none, fp16, bf16 };
+Compression parse_compression(const std::string& text, const std::string& field = "compression");
+std::string compression_name(Compression c);
+
+class GradientExchange {
+ public:
+  virtual ~GradientExchange() = default;
+  virtual int workers() const = 0;
+  virtual int endpoints() const = 0;
+  // On a worker: data ends as op over every worker's data, in place.
+  virtual void allreduce(Comm& comm, Tensor data, ReduceOp op) = 0;
+  // On a non-worker endpoint: take part in the matching allreduce.
+  virtual void serve(Comm& comm, std::size_t count, DType dtype, ReduceOp op) = 0;
+};
+
+class SchemeExchange final : public GradientExchange {
+ public:
+  explicit SchemeExchange(std::unique_ptr<Scheme> scheme) : scheme_(std::move(scheme)) {}
+  int workers() const override { return scheme_->workers(); }
+  int endpoints() const override { return scheme_->endpoints(); }
+  void allreduce(Comm& comm, Tensor data, ReduceOp op) override {
+    scheme_->allreduce(comm, data, op);
+  }
+  void serve(Comm& comm, std::size_t count, DType dtype, ReduceOp op) override {
+    scheme_->allreduce(comm, Tensor{nullptr, count, dtype}, op);
+  }
+
+ private:
+  std::unique_ptr<Scheme> scheme_;
+};
+
+// One exchange as every endpoint sees it: servers replay these to match the
+// workers call for call.
+struct ExchangeCall {
+  std::size_t count = 0;
+  DType dtype = DType::f32;
+  ReduceOp op = ReduceOp::sum;
+};
+
+// Gradient averaging over the workers of one float range, through the
+// compression hook: fp16/bf16 divide by the worker count before narrowing
+// (PyTorch's fp16_compress_hook order, so the sum cannot overflow) and sum.
+void average_gradients(GradientExchange& exchange, Comm& comm, std::span<float> data,
+                       Compression compression, std::vector<std::uint16_t>& scratch);
+ExchangeCall average_call(std::size_t count, Compression compression);
+
+// Worker 0's values to every worker: the others contribute zeros to a sum,
+// which is exact in floating point.
+void broadcast_from_worker0(GradientExchange& exchange, Comm& comm, std::span<float> data);
+ExchangeCall broadcast_call(std::size_t count);
+
+void serve_call(GradientExchange& exchange, Comm& comm, const ExchangeCall& call);
+
+}  // namespace gradex

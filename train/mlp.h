@@ -1,0 +1,47 @@
+// A multi-layer perceptron classifier (ReLU hidden layers, softmax
+// cross-entropy output) whose linear algebra is Eigen GEMMs over Maps of the
+// flat parameter vector. Parameters, in order: W0, b0, W1, b1, ...; W_l is
+// out x in, column-major.
+#pragma once
+
+#include <Eigen/Core>
+
+#include "train/dataset.h"
+#include "train/model.h"
+
+namespace gradex {
+
+class Mlp final : public Model {
+ public:
+  // layer_sizes: input, hidden..., classes (at least two entries). The data
+  // set is the one train_step's sample indices refer to.
+  Mlp(std::vector<int> layer_sizes, const Dataset& train);
+
+  const std::vector<ParamSpan>& params() const override { return params_; }
+  const std::vector<int>& layer_sizes() const { return sizes_; }
+  // He-normal weights (suits ReLU), zero biases.
+  void init(std::span<float> params, std::uint64_t seed) const override;
+  double train_step(std::span<const float> params, std::span<const std::size_t> samples,
+                    std::span<float> grads, float scale, const GradReady& ready,
+                    const std::function<void()>& backward_begins) override;
+  using Model::train_step;
+  // Loss and accuracy over a whole data set, in chunks.
+  Evaluation evaluate(std::span<const float> params, const Dataset& data) const;
+
+ private:
+  using MatMap = Eigen::Map<Eigen::MatrixXf>;
+  using ConstMatMap = Eigen::Map<const Eigen::MatrixXf>;
+  int layers() const { return static_cast<int>(sizes_.size()) - 1; }
+  // Activations of every layer for a batch (acts[0] is the input); returns logits.
+  void forward(std::span<const float> params, std::vector<Eigen::MatrixXf>& acts) const;
+
+  std::vector<int> sizes_;
+  const Dataset& train_;
+  std::vector<ParamSpan> params_;
+  std::vector<Eigen::MatrixXf> acts_;  // reused between steps
+};
+
+// "784-256-256-10" style description and parameter count, for reports.
+std::string describe_layers(const std::vector<int>& sizes);
+
+}  // namespace gradex

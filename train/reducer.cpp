@@ -1,0 +1,149 @@
+#include "train/reducer.h"
+
+#include <algorithm>
+
+#include "common/errors.h"
+
+namespace gradex {
+
+std::vector<Bucket> make_buckets(const std::vector<ParamSpan>& params, std::size_t cap_bytes) {
+  std::vector<Bucket> out;
+  const std::size_t cap = std::max<std::size_t>(cap_bytes / sizeof(float), 1);
+  for (std::size_t i = params.size(); i-- > 0;) {
+    const ParamSpan& p = params[i];
+    // Reverse order over a forward layout: each new parameter sits just
+    // below the current bucket, so buckets stay contiguous.
+    if (out.empty() || out.back().count + p.count > cap) {
+      out.push_back({p.offset + p.count, 0, {}});
+    }
+    Bucket& b = out.back();
+    GRADEX_ENFORCE_EQ(p.offset + p.count, b.offset, "parameters must be laid out contiguously");
+    b.offset = p.offset;
+    b.count += p.count;
+    b.params.push_back(i);
+  }
+  return out;
+}
+
+Reducer::Reducer(Comm& comm, GradientExchange& exchange, std::span<float> grads,
+                 std::vector<Bucket> buckets, const std::vector<ParamSpan>& params,
+                 ReducerOptions options)
+    : comm_(comm),
+      exchange_(exchange),
+      grads_(grads),
+      buckets_(std::move(buckets)),
+      bucket_of_(params.size(), 0),
+      options_(options),
+      pending_(buckets_.size(), 0) {
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    for (std::size_t p : buckets_[b].params) bucket_of_[p] = b;
+  }
+  thread_ = std::thread([this] { loop(); });
+}
+
+Reducer::~Reducer() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  thread_.join();
+}
+
+std::vector<ExchangeCall> Reducer::calls() const {
+  std::vector<ExchangeCall> c;
+  for (const Bucket& b : buckets_) c.push_back(average_call(b.count, options_.compression));
+  return c;
+}
+
+void Reducer::prepare() {
+  std::lock_guard lock(mutex_);
+  for (std::size_t b = 0; b < buckets_.size(); ++b) pending_[b] = buckets_[b].params.size();
+  next_launch_ = 0;
+  comm_seconds_ = 0;
+}
+
+void Reducer::mark_ready(std::size_t param) {
+  std::lock_guard lock(mutex_);
+  std::size_t& pending = pending_.at(bucket_of_.at(param));
+  GRADEX_ENFORCE(pending > 0, "gradient of parameter ", param, " marked ready twice");
+  --pending;
+  if (options_.overlap) launch_ready_locked();
+}
+
+void Reducer::launch_ready_locked() {
+  while (next_launch_ < buckets_.size() && pending_[next_launch_] == 0) {
+    const std::size_t b = next_launch_++;
+    enqueue_locked([this, b] {
+      const Bucket& bucket = buckets_[b];
+      const double t0 = comm_.clock().now();
+      average_gradients(exchange_, comm_, grads_.subspan(bucket.offset, bucket.count),
+                        options_.compression, scratch_);
+      const double t1 = comm_.clock().now();
+      if (options_.trace != nullptr && tracing_) {
+        options_.trace->add({"bucket " + std::to_string(b) + " (" +
+                                 std::to_string(bucket.count * sizeof(float)) + " B)",
+                             comm_.rank(), 1, t0, t1 - t0});
+      }
+      std::lock_guard lock(mutex_);
+      comm_seconds_ += t1 - t0;
+    });
+  }
+}
+
+double Reducer::finish() {
+  const double t0 = comm_.clock().now();
+  std::unique_lock lock(mutex_);
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    GRADEX_ENFORCE_EQ(pending_[b], std::size_t{0}, "bucket ", b, " has unready gradients");
+  }
+  launch_ready_locked();
+  wait_idle(lock);
+  return comm_.clock().now() - t0;
+}
+
+double Reducer::comm_seconds() const {
+  std::lock_guard lock(mutex_);
+  return comm_seconds_;
+}
+
+void Reducer::run(const std::function<void()>& job) {
+  std::unique_lock lock(mutex_);
+  enqueue_locked(job);
+  wait_idle(lock);
+}
+
+void Reducer::enqueue_locked(std::function<void()> job) {
+  queue_.push_back(std::move(job));
+  ++submitted_;
+  work_cv_.notify_one();
+}
+
+void Reducer::wait_idle(std::unique_lock<std::mutex>& lock) {
+  // Exchanges end or throw (their waits time out), so this cannot hang.
+  done_cv_.wait(lock, [this] { return completed_ == submitted_ || error_; });
+  if (error_) std::rethrow_exception(error_);
+}
+
+void Reducer::loop() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    work_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stop requested and nothing left
+    std::function<void()> job = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    std::exception_ptr failed;
+    try {
+      job();
+    } catch (...) {
+      failed = std::current_exception();
+    }
+    lock.lock();
+    if (failed && !error_) error_ = failed;
+    ++completed_;
+    done_cv_.notify_all();
+  }
+}
+
+}  // namespace gradex

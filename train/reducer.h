@@ -1,0 +1,95 @@
+// DDP's Reducer for one worker: gradients grouped into buckets (parameters
+// in reverse order, so the last layer's gradients, which backward produces
+// first, fill the first bucket), each bucket averaged on a communication
+// thread as soon as all its gradients are ready, while backward continues
+// on the layers below. Buckets are launched strictly in bucket order, as
+// DDP does, so every worker issues the same exchanges in the same order.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "train/gradient_exchange.h"
+#include "train/model.h"
+#include "train/trace.h"
+
+namespace gradex {
+
+struct Bucket {
+  std::size_t offset = 0;  // a contiguous range of the flat gradient
+  std::size_t count = 0;
+  std::vector<std::size_t> params;  // parameter indices, in readiness order
+};
+
+// Fills buckets of at most `cap_bytes` (at least one parameter each) with
+// the parameters in reverse order.
+std::vector<Bucket> make_buckets(const std::vector<ParamSpan>& params, std::size_t cap_bytes);
+
+struct ReducerOptions {
+  Compression compression = Compression::none;
+  bool overlap = true;  // false: launch every bucket only once backward is done
+  Trace* trace = nullptr;  // per-bucket spans when set
+};
+
+class Reducer {
+ public:
+  Reducer(Comm& comm, GradientExchange& exchange, std::span<float> grads,
+          std::vector<Bucket> buckets, const std::vector<ParamSpan>& params,
+          ReducerOptions options);
+  ~Reducer();
+  Reducer(const Reducer&) = delete;
+  Reducer& operator=(const Reducer&) = delete;
+
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+  // The exchanges one synchronised step makes (for server endpoints).
+  std::vector<ExchangeCall> calls() const;
+
+  // Before the backward pass whose gradients are to be synchronised.
+  void prepare();
+  // The gradient hook: parameter `param`'s gradient is final.
+  void mark_ready(std::size_t param);
+  // Launches what is not launched yet and waits for every bucket. Returns
+  // the seconds this thread spent waiting: the exposed communication.
+  double finish();
+  // Seconds the communication thread spent exchanging in the last step.
+  double comm_seconds() const;
+  // Runs `job` on the communication thread and waits for it (the one thread
+  // that uses the Comm).
+  void run(const std::function<void()>& job);
+  void set_tracing(bool on) { tracing_ = on; }
+
+ private:
+  void launch_ready_locked();
+  void enqueue_locked(std::function<void()> job);
+  void loop();
+  void wait_idle(std::unique_lock<std::mutex>& lock);
+
+  Comm& comm_;
+  GradientExchange& exchange_;
+  std::span<float> grads_;
+  std::vector<Bucket> buckets_;
+  std::vector<std::size_t> bucket_of_;  // parameter -> bucket
+  ReducerOptions options_;
+  bool tracing_ = true;
+
+  mutable std::mutex mutex_;
+  std::condition_variable work_cv_, done_cv_;
+  std::deque<std::function<void()>> queue_;
+  std::size_t submitted_ = 0, completed_ = 0;
+  std::exception_ptr error_;
+  bool stop_ = false;
+  std::vector<std::size_t> pending_;  // per bucket: gradients not ready yet
+  std::size_t next_launch_ = 0;
+  double comm_seconds_ = 0;
+  std::vector<std::uint16_t> scratch_;  // compression buffer (comm thread only)
+  std::thread thread_;
+};
+
+}  // namespace gradex

@@ -1,0 +1,46 @@
+#include "train/trace.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/errors.h"
+
+namespace gradex {
+
+void Trace::add(TraceEvent e) {
+  std::lock_guard lock(mutex_);
+  events_.push_back(std::move(e));
+}
+
+std::vector<TraceEvent> Trace::events() const {
+  std::lock_guard lock(mutex_);
+  return events_;
+}
+
+void Trace::write(const std::filesystem::path& path) const {
+  const std::vector<TraceEvent> evs = events();
+  double origin = evs.empty() ? 0 : evs.front().start;
+  for (const auto& e : evs) origin = std::min(origin, e.start);
+  nlohmann::json out = nlohmann::json::array();
+  int max_rank = -1;
+  for (const auto& e : evs) max_rank = std::max(max_rank, e.rank);
+  for (int r = 0; r <= max_rank; ++r) {
+    out.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", r}, {"tid", 0},
+                   {"args", {{"name", "rank " + std::to_string(r)}}}});
+    out.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", r}, {"tid", 0},
+                   {"args", {{"name", "compute"}}}});
+    out.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", r}, {"tid", 1},
+                   {"args", {{"name", "communication"}}}});
+  }
+  for (const auto& e : evs) {
+    out.push_back({{"ph", "X"}, {"name", e.name}, {"pid", e.rank}, {"tid", e.track},
+                   {"ts", (e.start - origin) * 1e6}, {"dur", e.duration * 1e6}});
+  }
+  std::ofstream f(path);
+  if (!f) throw Error("cannot write trace " + path.string());
+  f << nlohmann::json{{"traceEvents", out}, {"displayTimeUnit", "ms"}}.dump() << "\n";
+}
+
+}  // namespace gradex

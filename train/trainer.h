@@ -1,0 +1,93 @@
+// The data-parallel training loop, the same under every scheme: each
+// worker reads its shard of a seeded per-epoch shuffle, parameters start
+// from worker 0's (broadcast), each step runs K micro-batches (the first
+// K-1 accumulate locally, like DDP's no_sync), the last backward feeds the
+// bucketed Reducer, and every worker applies the same optimizer step to the
+// same averaged gradient. Ranks are threads of one process (InprocWorld).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/inproc/world.h"
+#include "common/scheme.h"
+#include "train/dataset.h"
+#include "train/gradient_exchange.h"
+#include "train/mlp.h"
+#include "train/optimizer.h"
+#include "train/trace.h"
+
+namespace gradex {
+
+struct TrainConfig {
+  std::vector<int> layers{784, 256, 256, 10};  // input, hidden..., classes
+  OptimizerConfig optimizer;
+  int batch = 64;       // samples per worker per micro-batch
+  int accumulate = 1;   // K micro-batches per optimizer step
+  int epochs = 1;
+  long max_steps = -1;  // optimizer steps per epoch at most (-1: the whole shard)
+  std::uint64_t seed = 1;
+  std::size_t bucket_bytes = std::size_t{25} << 20;  // DDP's default
+  bool overlap = true;
+  Compression compression = Compression::none;
+  bool evaluate = true;  // worker 0 measures the test set after each epoch
+  int trace_steps = 0;   // record the timeline of the first steps of epoch 0
+};
+
+struct EpochRecord {
+  int epoch = 0;
+  double train_loss = 0;     // mean over worker 0's micro-batches
+  double test_loss = 0;
+  double test_accuracy = 0;
+  double train_seconds = 0;  // cumulative, without evaluation time
+};
+
+// Per optimizer step, averaged over workers and steps.
+struct StepTimes {
+  double iteration = 0;
+  double compute = 0;  // forward, backward and optimizer on the worker thread
+  double comm = 0;     // bucket exchanges on the communication thread
+  double exposed = 0;  // waiting for communication after backward
+};
+
+struct TrainResult {
+  std::size_t param_count = 0;
+  std::size_t buckets = 0;
+  long steps = 0;  // optimizer steps taken by each worker
+  std::vector<EpochRecord> epochs;
+  StepTimes mean;
+  double samples_per_second = 0;
+  std::vector<float> params;  // worker 0's final parameters
+  bool replicas_agree = false;  // every worker ended bit-identical to worker 0
+  double optimizer_state_bytes = 0;  // per worker
+};
+
+using EpochCallback = std::function<void(const EpochRecord&)>;
+
+// The model-independent loop. Every worker builds its own model with
+// `make_model`; samples indexes a data set of `samples` items; `evaluate`
+// (optional) scores worker 0's parameters after each epoch. Models whose
+// compute is emulated (Model::emulated) skip the optimizer step.
+struct ModelSource {
+  std::function<std::unique_ptr<Model>()> make_model;
+  std::size_t samples = 0;
+  std::function<Evaluation(std::span<const float>)> evaluate;
+};
+TrainResult train_data_parallel(const std::string& scheme, const SchemeOptions& options,
+                                const TrainConfig& config, const ModelSource& source,
+                                const InprocOptions& transport = {}, Trace* trace = nullptr,
+                                const EpochCallback& on_epoch = {});
+
+// Trains an MLP on `train` with `scheme` over `options.workers` workers.
+// `test` may be empty (then nothing is evaluated).
+TrainResult train_data_parallel(const std::string& scheme, const SchemeOptions& options,
+                                const TrainConfig& config, const Dataset& train,
+                                const Dataset& test, const InprocOptions& transport = {},
+                                Trace* trace = nullptr, const EpochCallback& on_epoch = {});
+
+}  // namespace gradex
