@@ -18,7 +18,10 @@ class RatioReporter : public benchmark::ConsoleReporter {
         auto it = run.counters.find(key);
         return it == run.counters.end() ? 0.0 : static_cast<double>(it->second);
       };
-      if (name.rfind("BM_Memcpy/", 0) == 0) memcpy_[name.substr(10)] = counter("GB/s");
+      // Keyed by the byte count alone: "BM_Memcpy/<bytes>/real_time".
+      if (name.rfind("BM_Memcpy/", 0) == 0) {
+        memcpy_[name.substr(10, name.find('/', 10) - 10)] = counter("GB/s");
+      }
       if (name.rfind("BM_Allreduce/ring/ranks:4/bytes:", 0) == 0) {
         ring_[name.substr(32, name.find('/', 32) - 32)] = counter("busbw_GB/s");
       }
@@ -28,7 +31,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
 
   void PrintRatios() const {
     for (const auto& [bytes, busbw] : ring_) {
-      auto it = memcpy_.find(bytes.substr(0, bytes.find('/')));
+      auto it = memcpy_.find(bytes);
       if (it == memcpy_.end() || it->second <= 0) continue;
       std::printf("ring busbw / single-thread memcpy at %s bytes: %.2f GB/s / %.2f GB/s = %.0f%%\n",
                   bytes.c_str(), busbw, it->second, 100.0 * busbw / it->second);
