@@ -26,7 +26,6 @@ double Measurement::max() const {
 
 Measurement measure(Scheme& scheme, const MeasureRequest& request) {
   const int endpoints = scheme.endpoints();
-  const int workers = scheme.workers();
   GRADEX_ENFORCE(request.iters >= 1 && request.warmup_iters >= 0, "bad iteration counts");
   InprocWorld world(endpoints, request.transport);
 
@@ -36,39 +35,45 @@ Measurement measure(Scheme& scheme, const MeasureRequest& request) {
   std::mutex merge;
 
   run_ranks(world, [&](Comm& comm) {
-    const int r = comm.rank();
-    const bool is_worker = r < workers;
-    // Each rank allocates (and first touches) its own buffer, as a separate
-    // process or device would.
-    std::vector<std::byte> storage(is_worker ? request.count * dtype_size(request.dtype) : 0);
-    Tensor data{is_worker ? storage.data() : nullptr, request.count, request.dtype};
-    std::vector<double> mine(static_cast<std::size_t>(request.iters));
-    std::size_t wrong = 0;
-    Traffic last;
-    for (int it = -request.warmup_iters; it < request.iters; ++it) {
-      if (is_worker) fill_input(data, r);
-      comm.barrier();
-      comm.reset_traffic();
-      const double t0 = comm.clock().now();
-      scheme.allreduce(comm, data, request.op);
-      const double t1 = comm.clock().now();
-      last = comm.traffic();
-      // Nobody checks results while a slower rank is still being timed:
-      // the check would compete with it for the CPU.
-      comm.barrier();
-      if (it >= 0) {
-        mine[static_cast<std::size_t>(it)] = t1 - t0;
-        if (is_worker) wrong += count_wrong(data, workers, request.op);
-      }
-    }
+    const RankMeasurement mine = measure_rank(comm, scheme, request);
     std::lock_guard lock(merge);
-    m.traffic[static_cast<std::size_t>(r)] = last;
-    m.wrong += wrong;
-    if (is_worker) {
-      for (std::size_t i = 0; i < mine.size(); ++i) m.seconds[i] = std::max(m.seconds[i], mine[i]);
+    m.traffic[static_cast<std::size_t>(comm.rank())] = mine.traffic;
+    m.wrong += mine.wrong;
+    for (std::size_t i = 0; i < mine.seconds.size(); ++i) {
+      m.seconds[i] = std::max(m.seconds[i], mine.seconds[i]);
     }
   });
   return m;
+}
+
+RankMeasurement measure_rank(Comm& comm, Scheme& scheme, const MeasureRequest& request) {
+  GRADEX_ENFORCE(request.iters >= 1 && request.warmup_iters >= 0, "bad iteration counts");
+  const int r = comm.rank();
+  const int workers = scheme.workers();
+  const bool is_worker = r < workers;
+  // Each rank allocates (and first touches) its own buffer, as a separate
+  // process or device would.
+  std::vector<std::byte> storage(is_worker ? request.count * dtype_size(request.dtype) : 0);
+  Tensor data{is_worker ? storage.data() : nullptr, request.count, request.dtype};
+  RankMeasurement mine;
+  mine.seconds.assign(static_cast<std::size_t>(request.iters), 0.0);
+  for (int it = -request.warmup_iters; it < request.iters; ++it) {
+    if (is_worker) fill_input(data, r);
+    comm.barrier();
+    comm.reset_traffic();
+    const double t0 = comm.clock().now();
+    scheme.allreduce(comm, data, request.op);
+    const double t1 = comm.clock().now();
+    mine.traffic = comm.traffic();
+    // Nobody checks results while a slower rank is still being timed:
+    // the check would compete with it for the CPU.
+    comm.barrier();
+    if (it >= 0 && is_worker) {
+      mine.seconds[static_cast<std::size_t>(it)] = t1 - t0;
+      mine.wrong += count_wrong(data, workers, request.op);
+    }
+  }
+  return mine;
 }
 
 }  // namespace gradex

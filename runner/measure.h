@@ -37,4 +37,13 @@ struct Measurement {
 
 Measurement measure(Scheme& scheme, const MeasureRequest& request);
 
+// One endpoint's part of a measurement, on any transport: warm-up and timed
+// iterations between barriers, each checked, and the traffic of the last.
+struct RankMeasurement {
+  std::vector<double> seconds;  // per timed iteration (servers: not timed, 0)
+  std::size_t wrong = 0;
+  Traffic traffic;
+};
+RankMeasurement measure_rank(Comm& comm, Scheme& scheme, const MeasureRequest& request);
+
 }  // namespace gradex

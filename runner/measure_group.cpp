@@ -24,26 +24,10 @@ Measurement measure_group(Comm& comm, Scheme& scheme, const MeasureRequest& requ
   const int r = comm.rank();
   const bool is_worker = r < workers;
   const auto iters = static_cast<std::size_t>(request.iters);
-
-  std::vector<std::byte> storage(is_worker ? request.count * dtype_size(request.dtype) : 0);
-  Tensor data{is_worker ? storage.data() : nullptr, request.count, request.dtype};
-  std::vector<double> mine(iters, 0.0);
-  std::uint64_t wrong = 0;
-  Traffic last;
-  for (int it = -request.warmup_iters; it < request.iters; ++it) {
-    if (is_worker) fill_input(data, r);
-    comm.barrier();
-    comm.reset_traffic();
-    const double t0 = comm.clock().now();
-    scheme.allreduce(comm, data, request.op);
-    const double t1 = comm.clock().now();
-    last = comm.traffic();
-    comm.barrier();
-    if (it >= 0) {
-      mine[static_cast<std::size_t>(it)] = t1 - t0;
-      if (is_worker) wrong += count_wrong(data, workers, request.op);
-    }
-  }
+  const RankMeasurement own = measure_rank(comm, scheme, request);
+  const std::vector<double>& mine = own.seconds;
+  const std::uint64_t wrong = own.wrong;
+  const Traffic& last = own.traffic;
 
   // One record per rank: its timings (0 for servers, which are not timed),
   // its wrong count and its traffic, all as 64-bit words.
