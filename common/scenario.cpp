@@ -12,7 +12,10 @@ namespace gradex {
 
 namespace {
 
+// Real ranks are threads or processes of this machine; simulated ranks are
+// fibers that cost almost nothing, so the simulator takes many more.
 constexpr int kMaxInprocRanks = 1024;
+constexpr int kMaxSimulatedRanks = 65536;
 
 std::size_t read_size(const nlohmann::json& v, const std::string& field) {
   if (v.is_number_unsigned() || (v.is_number_integer() && v.get<long long>() >= 0)) {
@@ -26,9 +29,10 @@ std::size_t read_size(const nlohmann::json& v, const std::string& field) {
 std::vector<int> read_workers(const nlohmann::json* v, const std::string& field) {
   if (v == nullptr) return {4};
   auto one = [&](const nlohmann::json& x, const std::string& f) {
-    if (!x.is_number_integer() || x.get<long long>() < 1 || x.get<long long>() > kMaxInprocRanks) {
+    if (!x.is_number_integer() || x.get<long long>() < 1 ||
+        x.get<long long>() > kMaxSimulatedRanks) {
       throw ConfigError(f, "expected a worker count between 1 and " +
-                               std::to_string(kMaxInprocRanks) + ", got " + x.dump());
+                               std::to_string(kMaxSimulatedRanks) + ", got " + x.dump());
     }
     return x.get<int>();
   };

@@ -15,6 +15,16 @@ RunPlan plan_runs(Scenario scenario) {
   for (std::size_t i = 0; i < names.size(); ++i) {
     find_scheme(names[i], "/schemes/" + std::to_string(i));  // throws on unknown names
   }
+  // Real ranks are threads or processes of this machine; only the
+  // simulator's fibers scale past a thousand.
+  constexpr int kMaxRealRanks = 1024;
+  for (std::size_t i = 0; i < scenario.workers.size(); ++i) {
+    if (scenario.transport != "sim" && scenario.workers[i] > kMaxRealRanks) {
+      throw ConfigError("/workers/" + std::to_string(i),
+                        std::to_string(scenario.workers[i]) + " workers need \"transport\": \"sim\" "
+                        "(real transports take at most " + std::to_string(kMaxRealRanks) + ")");
+    }
+  }
   for (int workers : scenario.workers) {
     for (const std::string& name : names) {
       const SchemeEntry& entry = find_scheme(name);

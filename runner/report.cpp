@@ -29,11 +29,14 @@ std::string describe_link(const LinkSpec& l) {
 }  // namespace
 
 void print_preamble(std::ostream& out, const Scenario& s) {
-  out << "# gradex run: " << s.name << "\n";
+  // The simulator runs each size once, in virtual time: no iterations.
+  const bool simulated = s.transport == "sim";
+  out << "# gradex " << (simulated ? "simulate" : "run") << ": " << s.name << "\n";
   if (!s.description.empty()) out << "# " << s.description << "\n";
   out << "# transport " << s.transport << ", dtype " << dtype_name(s.dtype) << ", op "
-      << reduce_op_name(s.op) << ", warm-up " << s.warmup_iters << ", timed iterations "
-      << s.iters << ", segment " << format_bytes(static_cast<double>(s.segment_bytes)) << "\n";
+      << reduce_op_name(s.op);
+  if (!simulated) out << ", warm-up " << s.warmup_iters << ", timed iterations " << s.iters;
+  out << ", segment " << format_bytes(static_cast<double>(s.segment_bytes)) << "\n";
   if (s.network.shaped) {
     out << "# network (shaped): ranks per node " << s.ranks_per_node << "; intra-node "
         << describe_link(s.network.intra_node) << "; inter-node "
@@ -45,7 +48,9 @@ void print_preamble(std::ostream& out, const Scenario& s) {
   out << "# ps: " << s.ps_servers << " server(s), "
       << (s.ps_placement == ServerPlacement::dedicated ? "dedicated" : "colocated")
       << "; hierarchical inter-node algorithm: " << s.inter_algorithm << "\n";
-  out << "# time: median of the timed iterations (slowest worker each); busbw = algbw x 2(n-1)/n;\n"
+  out << (simulated ? "# time: the slowest worker's virtual time"
+                    : "# time: median of the timed iterations (slowest worker each)")
+      << "; busbw = algbw x 2(n-1)/n;\n"
       << "# util: link bytes sent / (summed egress capacity x time)\n";
 }
 

@@ -87,6 +87,7 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"net_key", R"({"name": "x", "sizes": [1], "network": {"inter_node": {"bandwidth": 1e9, "jitter": 1}}})", "/network/inter_node/jitter"},
         Malformed{"segment", R"({"name": "x", "sizes": [1], "segment_bytes": 0})", "/segment_bytes"},
         Malformed{"timeout", R"({"name": "x", "sizes": [1], "timeout_ms": 0})", "/timeout_ms"},
+        Malformed{"too_many_real", R"({"name": "x", "sizes": [1], "workers": [4, 2048]})", "/workers/1"},
         Malformed{"hier_inter", R"({"name": "x", "sizes": [1], "hierarchical": {"inter": "ps"}})", "/hierarchical/inter"}),
     [](const auto& info) { return std::string(info.param.label); });
 
