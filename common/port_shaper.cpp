@@ -17,7 +17,8 @@ PortShaper::PortShaper(Topology topology, int self) : topology_(std::move(topolo
 PortShaper::Egress PortShaper::egress(int dst, std::size_t bytes, double now) {
   const bool local = topology_.same_node(self_, dst);
   const LinkSpec& spec = local ? topology_.intra : topology_.inter;
-  if (dst == self_ || spec.unlimited()) return {now, now};
+  // Zero bytes occupy no port time (see LinkShaper::reserve).
+  if (dst == self_ || spec.unlimited() || bytes == 0) return {now, now};
   std::lock_guard lock(mutex_);
   double& free = local ? intra_egress_free_ : inter_egress_free_;
   const double start = std::max(now, free);
@@ -29,7 +30,7 @@ double PortShaper::ingress(int src, std::size_t bytes, double egress_start) {
   const bool local = topology_.same_node(src, self_);
   const LinkSpec& spec = local ? topology_.intra : topology_.inter;
   if (src == self_) return egress_start;
-  if (spec.unlimited()) return egress_start + spec.latency_seconds;
+  if (spec.unlimited() || bytes == 0) return egress_start + spec.latency_seconds;
   std::lock_guard lock(mutex_);
   double& free = local ? intra_ingress_free_ : inter_ingress_free_;
   const double start = std::max(egress_start, free);

@@ -60,6 +60,11 @@ LinkShaper::Timing LinkShaper::reserve(int src, int dst, std::size_t bytes, doub
   const bool local = topology_.same_node(src, dst);
   const LinkSpec& spec = local ? topology_.intra : topology_.inter;
   if (src == dst || spec.unlimited()) return {now, now + (src == dst ? 0 : spec.latency_seconds)};
+  // A zero-byte message (a barrier's signal) carries nothing to serialise:
+  // on a real NIC it slips between another sender's packets instead of
+  // queueing behind a whole megabyte booked on the same ingress, which
+  // would hold a barrier for a full transfer and skew the next timing.
+  if (bytes == 0) return {now, now + spec.latency_seconds};
   std::lock_guard lock(mutex_);
   Port& out = local ? intra_port(src) : inter_port(src);
   Port& in = local ? intra_port(dst) : inter_port(dst);

@@ -151,6 +151,18 @@ TEST(LinkShaper, SerialisesAtTheSharedIngress) {
   }
 }
 
+TEST(LinkShaper, ZeroByteSignalsDoNotQueueBehindData) {
+  // Worker 0 books worker 1's ingress for a second; worker 3's barrier
+  // signal to worker 1 still arrives after the latency alone.
+  LinkShaper shaper(Topology::grouped(4, 1, 0, {}, {1e6, 0.001}));
+  EXPECT_DOUBLE_EQ(shaper.reserve(0, 1, 1'000'000, 0.0).arrival, 1.001);
+  const auto signal = shaper.reserve(3, 1, 0, 0.5);
+  EXPECT_DOUBLE_EQ(signal.sender_free, 0.5);
+  EXPECT_DOUBLE_EQ(signal.arrival, 0.501);
+  // ...and leaves the data bookings as they were.
+  EXPECT_DOUBLE_EQ(shaper.reserve(2, 1, 1'000'000, 0.5).arrival, 2.001);
+}
+
 TEST(LinkShaper, DisjointPairsDoNotInterfere) {
   LinkShaper shaper(Topology::grouped(4, 1, 0, {}, {1e6, 0}));
   for (int w = 0; w < 4; ++w) {

@@ -186,6 +186,17 @@ TEST(PortShaper, HalvesReproduceTheSharedShaper) {
   EXPECT_DOUBLE_EQ(w1.ingress(0, mb, w0.egress(1, mb, 0.0).start), mb / 8e9 + 5e-6);
 }
 
+TEST(PortShaper, ZeroByteSignalsMatchTheSharedShaper) {
+  const Topology topo = Topology::grouped(3, 1, 0, {}, {1e6, 0.001});
+  LinkShaper whole(topo);
+  PortShaper w0(topo, 0), w1(topo, 1), w2(topo, 2);
+  const auto data = w0.egress(1, 1'000'000, 0.0);
+  EXPECT_DOUBLE_EQ(w1.ingress(0, 1'000'000, data.start), whole.reserve(0, 1, 1'000'000, 0).arrival);
+  const auto signal = w2.egress(1, 0, 0.5);
+  EXPECT_DOUBLE_EQ(signal.done, 0.5);
+  EXPECT_DOUBLE_EQ(w1.ingress(2, 0, signal.start), whole.reserve(2, 1, 0, 0.5).arrival);
+}
+
 // ---- hostile input ------------------------------------------------------------
 
 TEST(TcpFrame, RejectsBadMagicVersionKindAndAbsurdLength) {
