@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -21,6 +22,7 @@
 #include <boost/asio.hpp>
 
 #include "cli/command.h"
+#include "bench/baselines/mpi_job.h"
 #include "cli/scenario_flags.h"
 #include "common/errors.h"
 #include "common/group_endpoint.h"
@@ -167,6 +169,11 @@ Command add_launch_command(CLI::App& parent) {
   cmd->add_flag("-q,--quiet", f->quiet, "print only the summary");
   return {cmd, [f] {
             if (f->workers > 0) f->scenario.workers = {f->workers};
+            const auto env = launch_env([](const char* name) { return std::getenv(name); });
+            // Started by mpirun: join its MPI job before planning, so that
+            // the MPI baselines can be planned and run next to our schemes.
+            std::optional<MpiJob> mpi;
+            if (env && env->source == "OMPI" && mpi_built()) mpi.emplace();
             const RunPlan plan = load_plan(f->scenario);
             if (plan.scenario.transport != "tcp" && plan.scenario.transport != "zmq") {
               throw ConfigError("/transport", "gradex launch needs a process transport (tcp, zmq); "
@@ -177,8 +184,11 @@ Command add_launch_command(CLI::App& parent) {
             if (plan.scenario.workers.size() != 1) {
               throw ConfigError("-n", "a launched run has one worker count: give -n");
             }
-            const auto env = launch_env([](const char* name) { return std::getenv(name); });
-            if (env) return run_participant(*env, *f, plan);
+            if (env) {
+              const int code = run_participant(*env, *f, plan);
+              if (mpi) mpi->finalize();
+              return code;
+            }
             if (f->workers == 0) throw ConfigError("-n", "required to start the processes");
             return run_launcher(*f, plan);
           }};

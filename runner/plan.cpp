@@ -1,5 +1,6 @@
 #include "runner/plan.h"
 
+#include "bench/baselines/mpi_job.h"
 #include "common/errors.h"
 #include "schemes/registry.h"
 
@@ -10,10 +11,18 @@ RunPlan plan_runs(Scenario scenario) {
   std::vector<std::string> names = scenario.schemes;
   if (scenario.all_schemes) {
     names.clear();
-    for (const SchemeEntry& e : scheme_registry()) names.push_back(e.name);
+    // "all" takes the MPI baselines only where they can run.
+    for (const SchemeEntry& e : scheme_registry()) {
+      if (!e.needs_mpi_job || mpi_job_active()) names.push_back(e.name);
+    }
   }
   for (std::size_t i = 0; i < names.size(); ++i) {
-    find_scheme(names[i], "/schemes/" + std::to_string(i));  // throws on unknown names
+    const std::string field = "/schemes/" + std::to_string(i);
+    const SchemeEntry& entry = find_scheme(names[i], field);  // throws on unknown names
+    if (entry.needs_mpi_job && scenario.network.shaped) {
+      throw ConfigError(field, "'" + names[i] + "' moves its bytes over the MPI library's own "
+                               "connections, which gradex cannot shape: drop \"network\" or the scheme");
+    }
   }
   // Real ranks are threads or processes of this machine; only the
   // simulator's fibers scale past a thousand.

@@ -4,6 +4,7 @@
 #include "allreduce/hierarchical.h"
 #include "allreduce/ring.h"
 #include "allreduce/tree.h"
+#include "bench/baselines/mpi_schemes.h"
 #include "common/errors.h"
 #include "ps/parameter_server.h"
 
@@ -46,6 +47,7 @@ std::vector<SchemeEntry> build_registry() {
                  o.placement = ServerPlacement::colocated;
                  return std::make_unique<ParameterServerScheme>(o);
                }});
+  for (SchemeEntry& e : mpi_baseline_entries()) r.push_back(std::move(e));
   return r;
 }
 
@@ -54,6 +56,14 @@ std::vector<SchemeEntry> build_registry() {
 const std::vector<SchemeEntry>& scheme_registry() {
   static const std::vector<SchemeEntry> registry = build_registry();
   return registry;
+}
+
+std::vector<std::string> portable_scheme_names() {
+  std::vector<std::string> names;
+  for (const SchemeEntry& e : scheme_registry()) {
+    if (!e.needs_mpi_job) names.push_back(e.name);
+  }
+  return names;
 }
 
 const SchemeEntry& find_scheme(std::string_view name, const std::string& field) {

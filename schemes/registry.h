@@ -19,9 +19,15 @@ struct SchemeEntry {
   // Builds the scheme; an entry may fix options (a preset such as
   // dp_master pins one server co-located on worker 0).
   std::function<std::unique_ptr<Scheme>(const SchemeOptions&)> make;
+  // The MPI baselines call the MPI library and run only in an MPI job;
+  // every other scheme runs on any Comm (threads, processes, simulator).
+  bool needs_mpi_job = false;
 };
 
 const std::vector<SchemeEntry>& scheme_registry();
+// The schemes that run on any Comm, in registry order: what the tests and
+// the benchmarks iterate (the MPI baselines need an MPI job).
+std::vector<std::string> portable_scheme_names();
 // Throws ConfigError naming `field` and listing the known names.
 const SchemeEntry& find_scheme(std::string_view name, const std::string& field = "scheme");
 std::unique_ptr<Scheme> make_scheme(std::string_view name, const SchemeOptions& options);

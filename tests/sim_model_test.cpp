@@ -47,16 +47,11 @@ TEST_P(ModelVsSim, AgreeWithoutContention) {
   EXPECT_NEAR(simulated / model, 1.0, tolerance(name)) << "sim " << simulated << " model " << model;
 }
 
-std::vector<std::string> scheme_names() {
-  std::vector<std::string> names;
-  for (const auto& e : scheme_registry()) names.push_back(e.name);
-  return names;
-}
 
 // Powers of two: halving-doubling's fold (n != 2^k) makes two flows share
 // a port, which its model does not count.
 INSTANTIATE_TEST_SUITE_P(Registry, ModelVsSim,
-                         ::testing::Combine(::testing::ValuesIn(scheme_names()),
+                         ::testing::Combine(::testing::ValuesIn(portable_scheme_names()),
                                             ::testing::Values(2, 4, 8)),
                          [](const auto& info) {
                            return std::get<0>(info.param) + "_n" +

@@ -1,0 +1,71 @@
+// A test that runs gradex (or mpirun) as a child process: a scratch folder
+// of its own, files written into it, and shell command lines whose stdout
+// and stderr are captured there.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace gradex::testing {
+
+namespace fs = std::filesystem;
+
+inline const std::string kGradex = GRADEX_BINARY;
+
+class ProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("gradex_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    return dir_ / name;
+  }
+  static std::string slurp(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  // Runs a shell command line; its output lands in stdout() and stderr().
+  int shell(const std::string& line) {
+    const std::string cmd = "(" + line + ") > " + (dir_ / "stdout").string() + " 2> " +
+                            (dir_ / "stderr").string() + " < /dev/null";
+    const int status = std::system(cmd.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::string out() const { return slurp(dir_ / "stdout"); }
+  std::string err() const { return slurp(dir_ / "stderr"); }
+
+  fs::path dir_;
+};
+
+// A loopback port that is free right now (the kernel picks it).
+inline int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof sa;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  ::close(fd);
+  return ntohs(sa.sin_port);
+}
+
+}  // namespace gradex::testing
