@@ -11,6 +11,7 @@ packages=(
   libboost-context-dev
   libboost-dev libboost-system-dev libzmq3-dev cppzmq-dev
   libeigen3-dev zlib1g-dev dataset-fashion-mnist
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()
