@@ -45,14 +45,28 @@ void ring_phase(Comm& comm, Tensor data, ReduceOp op, std::size_t segment_bytes,
     const Tensor t = seg.of(first, j);
     if (t.count) sends.push_back(comm.isend(next, t.data, t.bytes(), tag));
   }
+  // Every receive of the phase is posted up front, so that a segment finds
+  // its destination waiting however early it arrives (process transports
+  // then read it in place instead of buffering it). Each block is received
+  // into once, at step s, and sent on only after that receive completed.
+  std::vector<Request> receives;
+  receives.reserve(static_cast<std::size_t>(n - 1) * seg.count);
   for (int s = 0; s < n - 1; ++s) {
     const Tensor incoming = block(first_send - s - 1);
     for (std::size_t j = 0; j < seg.count; ++j) {
       const Tensor t = seg.of(incoming, j);
       if (t.count == 0) continue;
-      Request rq = Reduce ? comm.irecv_reduce(prev, t, op, tag)
-                          : comm.irecv(prev, t.data, t.bytes(), tag);
-      comm.wait(rq);
+      receives.push_back(Reduce ? comm.irecv_reduce(prev, t, op, tag)
+                                : comm.irecv(prev, t.data, t.bytes(), tag));
+    }
+  }
+  std::size_t next_receive = 0;
+  for (int s = 0; s < n - 1; ++s) {
+    const Tensor incoming = block(first_send - s - 1);
+    for (std::size_t j = 0; j < seg.count; ++j) {
+      const Tensor t = seg.of(incoming, j);
+      if (t.count == 0) continue;
+      comm.wait(receives[next_receive++]);
       if (s + 1 < n - 1) sends.push_back(comm.isend(next, t.data, t.bytes(), tag));
     }
   }
