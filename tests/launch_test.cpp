@@ -105,6 +105,30 @@ TEST_F(Launch, InprocScenarioNeedsATransportFlag) {
   EXPECT_NE(slurp(dir_ / "stderr").find("--transport tcp"), std::string::npos);
 }
 
+// The README's two-host recipe with two loopback addresses standing in for
+// the hosts: ranks 0-1 listen on 127.0.0.1, ranks 2-3 on 127.0.0.2, each
+// advertising its own, every rank started by hand from GRADEX_* variables.
+TEST_F(Launch, TwoHostsRecipeOnTwoLoopbackAddresses) {
+  const fs::path sc = write("hosts.json", R"({"name": "hosts", "transport": "tcp",
+      "workers": 4, "ranks_per_node": 2, "sizes": [4096, 262144], "iters": 2,
+      "warmup_iters": 1, "schemes": ["ring", "hierarchical"], "timeout_ms": 10000})");
+  const std::string common = "GRADEX_WORLD_SIZE=4 GRADEX_TOKEN=s GRADEX_RENDEZVOUS=127.0.0.1:" +
+                             std::to_string(free_port()) + " ";
+  std::string line;
+  for (int r = 0; r < 4; ++r) {
+    const std::string host = r < 2 ? "127.0.0.1" : "127.0.0.2";
+    line += common + "GRADEX_BIND=" + host + " GRADEX_ADVERTISE=" + host +
+            " GRADEX_RANK=" + std::to_string(r) + " " + kGradex + " launch -n 4 --no-output " +
+            sc.string() + (r == 0 ? "" : " > /dev/null") + " & p" + std::to_string(r) + "=$!; ";
+  }
+  ASSERT_EQ(shell(line + "f=0; for p in $p0 $p1 $p2 $p3; do wait $p || f=1; done; exit $f"), 0)
+      << slurp(dir_ / "stderr");
+  const std::string o = slurp(dir_ / "stdout");
+  EXPECT_NE(o.find("launched: 4 processes over tcp (ranks from GRADEX variables)"),
+            std::string::npos) << o;
+  EXPECT_NE(o.find("Out of bounds values : 0 OK"), std::string::npos) << o;
+}
+
 TEST_F(Launch, WrongTokenIsRefused) {
   const fs::path sc = write("tcp.json", R"({"name": "tcp", "transport": "tcp", "workers": 2,
       "sizes": [64], "schemes": ["ring"], "timeout_ms": 1500})");
