@@ -24,6 +24,7 @@
 #include "cli/command.h"
 #include "bench/baselines/mpi_job.h"
 #include "cli/scenario_flags.h"
+#include "cli/train_scenario.h"
 #include "common/errors.h"
 #include "common/group_endpoint.h"
 #include "common/tcp/rendezvous.h"
@@ -96,6 +97,10 @@ int run_participant(const LaunchEnv& env, const LaunchFlags& f, const RunPlan& p
                                                " endpoints (workers plus dedicated servers)"));
   }
   const Scenario& sc = plan.scenario;
+  // Every process loads its training data before the group forms, so a
+  // missing file fails each of them alike instead of stalling the others.
+  std::optional<TrainJob> job;
+  if (sc.training) job.emplace(*sc.training, workload_pointer());
   EndpointOptions options;
   options.timeout = sc.timeout;
   options.token = env.token;
@@ -115,15 +120,25 @@ int run_participant(const LaunchEnv& env, const LaunchFlags& f, const RunPlan& p
   std::ostream& out = std::cout;
   const bool printing = env.rank == 0;
   if (printing) {
-    print_preamble(out, sc);
+    if (job) {
+      print_train_preamble(out, sc, *job);
+    } else {
+      print_preamble(out, sc);
+    }
     out << "# launched: " << size << " processes over " << sc.transport << " (ranks from "
         << env.source << " variables)" << std::endl;
   }
+  const auto reshape = [&](const std::optional<Topology>& t) { endpoint.set_shaping(t); };
   std::vector<ResultRow> rows;
   try {
+    if (job) {
+      const int code = run_train_plan_on_group(plan, *job, endpoint, reshape, out);
+      endpoint.close();
+      return code;
+    }
     const PlannedRun* current = nullptr;
     rows = execute_plan_on_group(
-        plan, endpoint, [&](const std::optional<Topology>& t) { endpoint.set_shaping(t); },
+        plan, endpoint, reshape,
         [&](const PlannedRun& run, const ResultRow& row) {
           if (f.quiet) return;
           if (current != &run) {

@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "cli/scenario_flags.h"
+#include "cli/train_scenario.h"
 #include "runner/execute.h"
 #include "runner/report.h"
 
@@ -22,6 +23,11 @@ Command add_run_command(CLI::App& parent) {
   return {cmd, [flags, quiet] {
             RunPlan plan = load_plan(*flags);
             std::ostream& out = std::cout;
+            if (const auto& training = plan.scenario.training) {
+              const TrainJob job(*training, workload_pointer());
+              print_train_preamble(out, plan.scenario, job);
+              return run_train_plan(plan, job, out);
+            }
             print_preamble(out, plan.scenario);
             const PlannedRun* current = nullptr;
             auto rows = execute_plan(plan, [&](const PlannedRun& run, const ResultRow& row) {

@@ -3,6 +3,7 @@
 #include "common/errors.h"
 #include "common/scenario.h"
 #include "schemes/registry.h"
+#include "train/train_job.h"
 
 namespace gradex::cli {
 
@@ -33,6 +34,9 @@ RunPlan load_plan(const ScenarioFlags& flags) {
   if (!flags.transport.empty()) s.transport = flags.transport;
   if (!flags.output.empty()) s.output = flags.output;
   if (flags.no_output) s.output.clear();
+  // Names only train/ knows (models, optimizers, hooks), checked before
+  // anything runs or any process starts.
+  if (s.training) check_train_workload(*s.training, workload_pointer());
   return plan_runs(std::move(s));
 }
 

@@ -13,6 +13,13 @@ Command add_validate_command(CLI::App& parent) {
   add_scenario_flags(*cmd, *flags);
   return {cmd, [flags] {
             RunPlan plan = load_plan(*flags);
+            if (const auto& t = plan.scenario.training) {
+              const std::size_t runs = t->consistency.empty()
+                                           ? plan.runs.size()
+                                           : plan.scenario.workers.size() * t->consistency.size();
+              std::cout << flags->scenario << ": valid (train workload: " << runs << " runs)\n";
+              return kExitOk;
+            }
             std::cout << flags->scenario << ": valid (" << plan.runs.size() << " runs x "
                       << plan.scenario.sizes.size() << " sizes)\n";
             return kExitOk;

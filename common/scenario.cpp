@@ -165,11 +165,30 @@ Scenario parse_scenario(const nlohmann::json& document) {
     throw ConfigError("/schemes", "expected \"all\" or a non-empty list of scheme names");
   }
 
-  s.sizes = read_sizes(root);
-  s.dtype = parse_dtype(root.string("dtype", "f32"), "/dtype");
-  s.op = parse_reduce_op(root.string("op", "sum"), "/op");
-  s.warmup_iters = static_cast<int>(root.integer("warmup_iters", 2, 0, 1'000'000));
-  s.iters = static_cast<int>(root.integer("iters", 5, 1, 1'000'000));
+  if (root.has("workload")) s.training = parse_workload(*root.find("workload"), "/workload");
+  root.find("workload");
+  if (s.training) {
+    // Training exchanges its model's gradients: the benchmark's message
+    // shape and iteration counts would be silently meaningless, so refuse.
+    for (const char* key : {"sizes", "dtype", "op", "warmup_iters", "iters"}) {
+      if (root.has(key)) {
+        throw ConfigError(root.child(key), "does not apply to a train workload (it sets the "
+                                           "all-reduce benchmark's messages); remove it");
+      }
+      root.find(key);
+    }
+    if (!s.training->consistency.empty() && schemes != nullptr) {
+      throw ConfigError("/schemes", "PS consistency training runs through its own parameter "
+                                    "servers, not the schemes: remove 'schemes' or "
+                                    "'workload/consistency'");
+    }
+  } else {
+    s.sizes = read_sizes(root);
+    s.dtype = parse_dtype(root.string("dtype", "f32"), "/dtype");
+    s.op = parse_reduce_op(root.string("op", "sum"), "/op");
+    s.warmup_iters = static_cast<int>(root.integer("warmup_iters", 2, 0, 1'000'000));
+    s.iters = static_cast<int>(root.integer("iters", 5, 1, 1'000'000));
+  }
   if (const auto* seg = root.find("segment_bytes")) {
     s.segment_bytes = read_size(*seg, "/segment_bytes");
     if (s.segment_bytes == 0) throw ConfigError("/segment_bytes", "must be at least 1 byte");

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "common/reduce.h"
 #include "common/scheme.h"
 #include "common/topology.h"
+#include "common/workload.h"
 
 namespace gradex {
 
@@ -45,6 +47,10 @@ struct Scenario {
   std::string inter_algorithm = "ring";
   NetworkConfig network;
   std::string output;  // folder for results.csv / results.json; empty: none
+  // "workload": {"kind": "train", ...}: train instead of the all-reduce
+  // benchmark; `sizes`, `dtype`, `op` and the iteration counts then do not
+  // apply and are rejected.
+  std::optional<TrainWorkload> training;
   nlohmann::json source;  // the scenario as written, embedded in results
 };
 

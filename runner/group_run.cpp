@@ -14,6 +14,18 @@ int group_size(const RunPlan& plan) {
   return n;
 }
 
+std::optional<Topology> group_shaping(const Scenario& sc, const PlannedRun& run,
+                                      int group_size) {
+  if (!sc.network.shaped) return std::nullopt;
+  Topology shaping = scenario_topology(sc, run.workers, run.instance->endpoints());
+  // Idle endpoints get nodes of their own: they move nothing anyway.
+  int next_node = shaping.node_of.empty()
+                      ? 0
+                      : *std::max_element(shaping.node_of.begin(), shaping.node_of.end()) + 1;
+  while (shaping.endpoints() < group_size) shaping.node_of.push_back(next_node++);
+  return shaping;
+}
+
 std::vector<ResultRow> execute_plan_on_group(
     const RunPlan& plan, Comm& comm,
     const std::function<void(const std::optional<Topology>&)>& reshape,
@@ -26,15 +38,7 @@ std::vector<ResultRow> execute_plan_on_group(
     Scheme& scheme = *run.instance;
     const int endpoints = scheme.endpoints();
     const Topology topo = scenario_topology(sc, run.workers, endpoints);
-    std::optional<Topology> shaping;
-    if (sc.network.shaped) {
-      // Idle endpoints get nodes of their own: they move nothing anyway.
-      shaping = topo;
-      int next_node = topo.node_of.empty()
-                          ? 0
-                          : *std::max_element(topo.node_of.begin(), topo.node_of.end()) + 1;
-      while (shaping->endpoints() < comm.size()) shaping->node_of.push_back(next_node++);
-    }
+    const std::optional<Topology> shaping = group_shaping(sc, run, comm.size());
     // Nobody sends under the new model before everybody installed it.
     comm.barrier();
     reshape(shaping);

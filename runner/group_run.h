@@ -18,6 +18,11 @@ namespace gradex {
 // Endpoints the group needs for every run of `plan`.
 int group_size(const RunPlan& plan);
 
+// The shaping topology of `run` over a group of `group_size` endpoints
+// (idle endpoints get nodes of their own); nullopt when unshaped.
+std::optional<Topology> group_shaping(const Scenario& scenario, const PlannedRun& run,
+                                      int group_size);
+
 // Called by every endpoint of `comm`. `reshape` installs each run's shaping
 // topology (covering all comm.size() endpoints) on this endpoint while the
 // group is quiescent; it gets nullopt for an unshaped network.

@@ -34,6 +34,24 @@ RunPlan plan_runs(Scenario scenario) {
                         "(real transports take at most " + std::to_string(kMaxRealRanks) + ")");
     }
   }
+  if (scenario.training) {
+    // Checked here rather than in the parser: --transport overrides it.
+    if (scenario.transport == "sim") {
+      throw ConfigError("/transport", "a train workload runs on real ranks (inproc, tcp or zmq); "
+                                      "the simulator moves sizes only");
+    }
+    if (!scenario.training->consistency.empty()) {
+      if (scenario.transport != "inproc") {
+        throw ConfigError("/workload/consistency",
+                          "PS consistency training shares its servers' state between "
+                          "in-process ranks: it needs \"transport\": \"inproc\" (got '" +
+                              scenario.transport + "')");
+      }
+      // Its runs are (workers, consistency model), through its own servers.
+      plan.scenario = std::move(scenario);
+      return plan;
+    }
+  }
   for (int workers : scenario.workers) {
     for (const std::string& name : names) {
       const SchemeEntry& entry = find_scheme(name);

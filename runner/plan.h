@@ -21,7 +21,9 @@ struct PlannedRun {
 
 struct RunPlan {
   Scenario scenario;
-  std::vector<PlannedRun> runs;  // workers-major, then schemes in scenario order
+  // Workers-major, then schemes in scenario order. Empty for a train
+  // workload with "consistency": those runs are (workers, consistency model).
+  std::vector<PlannedRun> runs;
 };
 
 // Throws ConfigError naming the scenario field at fault.

@@ -23,9 +23,13 @@ void print_epoch(std::ostream& out, const std::string& scheme, const EpochRecord
       << std::flush;
 }
 
+double scaling_efficiency(const TrainResult& t) {
+  return t.mean.iteration > 0 ? t.mean.compute / t.mean.iteration : 0;
+}
+
 void print_train_summary(std::ostream& out, const std::vector<TrainRun>& runs) {
   out << "#\n# scheme                 workers  test-acc  train-s   iter-ms  compute-ms  comm-ms  "
-         "exposed-ms  samples/s  agree\n";
+         "exposed-ms  samples/s  efficiency  agree\n";
   for (const TrainRun& r : runs) {
     const TrainResult& t = r.result;
     const double acc = t.epochs.empty() ? 0 : t.epochs.back().test_accuracy;
@@ -35,10 +39,11 @@ void print_train_summary(std::ostream& out, const std::vector<TrainRun>& runs) {
     if (evaluated) std::snprintf(accuracy, sizeof accuracy, "%7.2f%%", 100 * acc);
     char line[256];
     std::snprintf(line, sizeof line,
-                  "  %-22s %3d  %s  %7.2f  %8.3f  %10.3f  %7.3f  %10.3f  %9.0f  %s\n",
+                  "  %-22s %3d  %s  %7.2f  %8.3f  %10.3f  %7.3f  %10.3f  %9.0f  %9.1f%%  %s\n",
                   r.scheme.c_str(), r.workers, accuracy, secs, 1e3 * t.mean.iteration,
                   1e3 * t.mean.compute, 1e3 * t.mean.comm, 1e3 * t.mean.exposed,
-                  t.samples_per_second, t.replicas_agree ? "yes" : "NO");
+                  t.samples_per_second, 100 * scaling_efficiency(t),
+                  t.replicas_agree ? "yes" : "NO");
     out << line;
   }
 }
@@ -82,11 +87,37 @@ nlohmann::json train_json(const std::vector<TrainRun>& runs, const nlohmann::jso
                            {"comm_s", t.mean.comm},
                            {"exposed_s", t.mean.exposed},
                            {"samples_per_s", t.samples_per_second},
+                           {"scaling_efficiency", scaling_efficiency(t)},
+                           {"params_fnv1a", t.params_hash},
                            {"optimizer_state_bytes_per_worker", t.optimizer_state_bytes},
                            {"replicas_agree", t.replicas_agree},
                            {"epochs", epochs}});
   }
   return out;
+}
+
+std::string staleness_header() {
+  return "#\n# consistency  servers  final-acc  train-s  mean-staleness  max-staleness  "
+         "histogram (gradients by staleness 0,1,2,...; last bin: more)\n";
+}
+
+std::string staleness_row(const std::string& label, int servers, const PsTrainResult& r) {
+  char line[160];
+  std::snprintf(line, sizeof line, "  %-12s %7d  %8.2f%%  %7.2f  %14.2f  %13ld  ", label.c_str(),
+                servers, 100 * r.final_test_accuracy,
+                r.train.epochs.empty() ? 0.0 : r.train.epochs.back().train_seconds,
+                r.mean_staleness, r.max_staleness);
+  std::string row = line;
+  for (long h : r.staleness_histogram) row += std::to_string(h) + ' ';
+  return row + '\n';
+}
+
+nlohmann::json staleness_json(const std::string& label, const PsTrainResult& r) {
+  return {{"consistency", label},
+          {"final_test_accuracy", r.final_test_accuracy},
+          {"mean_staleness", r.mean_staleness},
+          {"max_staleness", r.max_staleness},
+          {"histogram", r.staleness_histogram}};
 }
 
 }  // namespace gradex

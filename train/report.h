@@ -1,5 +1,6 @@
 // Training results as text: the per-scheme summary rows printed by
-// `gradex train`, and the CSV / JSON files it writes.
+// `gradex train` (and `gradex run` / `gradex launch` of a train workload),
+// the PS consistency table, and the contents of the CSV / JSON files.
 #pragma once
 
 #include <ostream>
@@ -8,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "train/ps_training.h"
 #include "train/trainer.h"
 
 namespace gradex {
@@ -19,7 +21,16 @@ struct TrainRun {
 };
 
 void print_epoch(std::ostream& out, const std::string& scheme, const EpochRecord& e);
+// Efficiency is compute / iteration: the share of a step spent computing,
+// i.e. the throughput as a fraction of N workers that never wait for
+// communication (perfect linear scaling of this worker's compute speed).
 void print_train_summary(std::ostream& out, const std::vector<TrainRun>& runs);
+double scaling_efficiency(const TrainResult& result);
+// PS consistency training: the table's header, one row per run, and the
+// row as JSON.
+std::string staleness_header();
+std::string staleness_row(const std::string& label, int servers, const PsTrainResult& result);
+nlohmann::json staleness_json(const std::string& label, const PsTrainResult& result);
 // One row per (scheme, epoch) with the run's step timings repeated.
 std::string train_csv(const std::vector<TrainRun>& runs);
 nlohmann::json train_json(const std::vector<TrainRun>& runs, const nlohmann::json& config);

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "common/comm.h"
+
 namespace gradex {
 
 struct TraceEvent {
@@ -30,5 +32,10 @@ class Trace {
   mutable std::mutex mutex_;
   std::vector<TraceEvent> events_;
 };
+
+// A launched run: every process recorded its own ranks; rank 0 of `comm`
+// collects the others' events into `trace` (the same steady clock on one
+// machine, so the timelines line up). Called by every rank of `comm`.
+void gather_trace(Comm& comm, Trace& trace);
 
 }  // namespace gradex

@@ -3,7 +3,8 @@
 // from worker 0's (broadcast), each step runs K micro-batches (the first
 // K-1 accumulate locally, like DDP's no_sync), the last backward feeds the
 // bucketed Reducer, and every worker applies the same optimizer step to the
-// same averaged gradient. Ranks are threads of one process (InprocWorld).
+// same averaged gradient. One rank's loop runs over any Comm (train_rank):
+// threads of one process (InprocWorld), or processes over TCP / ZeroMQ.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +14,8 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include "common/comm.h"
 
 #include "common/inproc/world.h"
 #include "common/scheme.h"
@@ -63,7 +66,8 @@ struct TrainResult {
   StepTimes mean;
   double samples_per_second = 0;
   std::vector<float> params;  // worker 0's final parameters
-  bool replicas_agree = false;  // every worker ended bit-identical to worker 0
+  std::uint64_t params_hash = 0;  // FNV-1a of their bytes: compares runs across processes
+  bool replicas_agree = false;  // every worker ended bit-identical to worker 0 (same hash)
   double optimizer_state_bytes = 0;  // per worker
 };
 
@@ -78,6 +82,23 @@ struct ModelSource {
   std::size_t samples = 0;
   std::function<Evaluation(std::span<const float>)> evaluate;
 };
+
+// Optimizer steps each worker takes per epoch. Throws ConfigError when the
+// data set gives no full step (or the configuration is invalid), so callers
+// can check before any rank starts.
+long training_steps_per_epoch(const TrainConfig& config, std::size_t samples, int workers);
+
+// One endpoint's share of the loop over `comm` (comm.size() ==
+// exchange.endpoints()): workers train, dedicated servers replay the
+// workers' exchanges. Rank 0 returns the run's result, with the other
+// workers' step times and parameter hashes gathered over `comm` (so the
+// result is the same whether ranks are threads or processes); the others
+// return what they alone know. `trace` collects this process's ranks.
+TrainResult train_rank(Comm& comm, GradientExchange& exchange, const TrainConfig& config,
+                       const ModelSource& source, Trace* trace = nullptr,
+                       const EpochCallback& on_epoch = {});
+
+// train_rank on every endpoint, each a thread of this process.
 TrainResult train_data_parallel(const std::string& scheme, const SchemeOptions& options,
                                 const TrainConfig& config, const ModelSource& source,
                                 const InprocOptions& transport = {}, Trace* trace = nullptr,

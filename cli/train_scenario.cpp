@@ -1,0 +1,136 @@
+#include "cli/train_scenario.h"
+
+#include <numeric>
+
+#include "cli/command.h"
+#include "cli/train_output.h"
+#include "common/errors.h"
+#include "common/units.h"
+#include "runner/group_run.h"
+#include "schemes/registry.h"
+
+namespace gradex::cli {
+
+namespace {
+
+TrainOutputs outputs_of(const Scenario& sc, const TrainJob& job, const Trace& trace) {
+  TrainOutputs w;
+  w.config = job.config_json();
+  w.config["workers"] = sc.workers;
+  w.config["transport"] = sc.transport;
+  w.scenario = &sc;
+  w.folder = sc.output;
+  // PS consistency training records no timeline.
+  if (job.workload().consistency.empty()) w.trace = &trace;
+  w.trace_path = job.workload().trace;
+  return w;
+}
+
+// PS training through servers that run the optimizer, per (workers, model).
+void run_consistency(const Scenario& sc, const TrainJob& job, std::ostream& out, TrainOutcome& o) {
+  const int staleness = job.workload().staleness;
+  for (int workers : sc.workers) {
+    for (const std::string& name : job.workload().consistency) {
+      const Consistency c = parse_consistency(name, "/workload/consistency");
+      const std::string label = c == Consistency::ssp ? "ssp(s=" + std::to_string(staleness) + ")" : name;
+      out << "#\n# parameter server, " << label << ", " << sc.ps_servers << " server(s), " << workers
+          << " workers\n" << std::flush;
+      PsTrainResult r = job.train_parameter_server(
+          c, workers, sc.ps_servers, 0, InprocOptions{sc.timeout, std::nullopt},
+          [&](const EpochRecord& e) { print_epoch(out, label, e); });
+      o.staleness_table += staleness_row(label, sc.ps_servers, r);
+      o.staleness.push_back(staleness_json(label, r));
+      o.staleness.back()["workers"] = workers;
+      o.runs.push_back({"ps_" + label, workers, std::move(r.train)});
+    }
+  }
+}
+
+void print_train_run_header(std::ostream& out, const PlannedRun& run) {
+  out << "#\n# " << run.scheme << ", " << run.workers << " workers, "
+      << run.instance->endpoints() << " endpoints\n" << std::flush;
+}
+
+}  // namespace
+
+void print_train_preamble(std::ostream& out, const Scenario& sc, const TrainJob& job) {
+  out << "# gradex run: " << sc.name << "\n";
+  if (!sc.description.empty()) out << "# " << sc.description << "\n";
+  out << "# train workload: " << job.describe() << "\n";
+  out << "# transport " << sc.transport << "; ";
+  if (sc.network.shaped) {
+    out << "network shaped: ranks per node " << sc.ranks_per_node << ", intra-node "
+        << (sc.network.intra_node.unlimited() ? "unlimited"
+                                              : format_rate(sc.network.intra_node.bytes_per_second))
+        << ", inter-node "
+        << (sc.network.inter_node.unlimited() ? "unlimited"
+                                              : format_rate(sc.network.inter_node.bytes_per_second));
+  } else {
+    out << "network unshaped";
+  }
+  out << "; ps: " << sc.ps_servers << " server(s), "
+      << (sc.ps_placement == ServerPlacement::dedicated ? "dedicated" : "colocated") << "\n"
+      << "# efficiency = compute / iteration (1 = communication fully hidden)\n" << std::flush;
+}
+
+int run_train_plan(const RunPlan& plan, const TrainJob& job, std::ostream& out) {
+  const Scenario& sc = plan.scenario;
+  TrainOutcome o;
+  Trace trace;
+  if (!job.workload().consistency.empty()) {
+    run_consistency(sc, job, out, o);
+  }
+  for (std::size_t i = 0; i < plan.runs.size(); ++i) {
+    const PlannedRun& run = plan.runs[i];
+    print_train_run_header(out, run);
+    RankTransport transport{sc.transport, sc.timeout, std::nullopt};
+    if (sc.network.shaped) {
+      transport.shaping = scenario_topology(sc, run.workers, run.instance->endpoints());
+    }
+    // Only the first run is traced: one readable timeline.
+    const bool traced = i == 0 && !job.workload().trace.empty();
+    TrainResult r = run_training(run.scheme, scheme_options(sc, run.workers), job.config(),
+                                 job.source(run.workers), transport, traced ? &trace : nullptr,
+                                 [&](const EpochRecord& e) { print_epoch(out, run.scheme, e); });
+    o.runs.push_back({run.scheme, run.workers, std::move(r)});
+  }
+  return finish_training(out, o, outputs_of(sc, job, trace));
+}
+
+int run_train_plan_on_group(const RunPlan& plan, const TrainJob& job, Comm& comm,
+                            const std::function<void(const std::optional<Topology>&)>& reshape,
+                            std::ostream& out) {
+  const Scenario& sc = plan.scenario;
+  GRADEX_ENFORCE_EQ(comm.size(), group_size(plan), "launched group size");
+  const bool printing = comm.rank() == 0;
+  TrainOutcome o;
+  Trace trace;
+  for (std::size_t i = 0; i < plan.runs.size(); ++i) {
+    const PlannedRun& run = plan.runs[i];
+    // Nobody sends under the new model before everybody installed it.
+    comm.barrier();
+    reshape(group_shaping(sc, run, comm.size()));
+    comm.barrier();
+    const int endpoints = run.instance->endpoints();
+    if (comm.rank() >= endpoints) continue;  // idle in this run
+    if (printing) print_train_run_header(out, run);
+    std::vector<int> members(static_cast<std::size_t>(endpoints));
+    std::iota(members.begin(), members.end(), 0);
+    SubComm group(comm, members, static_cast<std::uint32_t>(i % (1u << 20)));
+    // Each process builds its own scheme: the plan's instance is only read.
+    SchemeExchange exchange(make_scheme(run.scheme, scheme_options(sc, run.workers)));
+    const bool traced = i == 0 && !job.workload().trace.empty();
+    EpochCallback on_epoch;
+    if (printing) on_epoch = [&](const EpochRecord& e) { print_epoch(out, run.scheme, e); };
+    TrainResult r = train_rank(group, exchange, job.config(), job.source(run.workers),
+                               traced ? &trace : nullptr, on_epoch);
+    if (traced) gather_trace(group, trace);
+    if (printing) o.runs.push_back({run.scheme, run.workers, std::move(r)});
+  }
+  // Every rank finishes its share before rank 0 reports.
+  comm.barrier();
+  if (!printing) return kExitOk;
+  return finish_training(out, o, outputs_of(sc, job, trace));
+}
+
+}  // namespace gradex::cli

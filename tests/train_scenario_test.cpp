@@ -1,0 +1,242 @@
+// Training from a scenario file: the "workload" object parses strictly
+// (errors name the JSON pointer), `gradex run` trains in-process and writes
+// its results, `gradex launch` trains over TCP processes, and the same
+// deterministic run ends with bit-identical parameters either way.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/errors.h"
+#include "common/scenario.h"
+#include "runner/plan.h"
+#include "train/train_job.h"
+
+namespace gradex {
+namespace {
+
+namespace fs = std::filesystem;
+
+// parse + plan + the name checks, as `gradex validate` does them.
+void load(const std::string& text) {
+  const RunPlan plan = plan_runs(parse_scenario(nlohmann::json::parse(text)));
+  if (plan.scenario.training) check_train_workload(*plan.scenario.training, workload_pointer());
+}
+
+TEST(TrainWorkload, ParsesEveryFieldAndDefaultsToAllreduce) {
+  const Scenario none = parse_scenario(nlohmann::json::parse(R"({"name": "x", "sizes": [64]})"));
+  EXPECT_FALSE(none.training.has_value());
+  const Scenario bench = parse_scenario(nlohmann::json::parse(
+      R"({"name": "x", "sizes": [64], "workload": {"kind": "allreduce"}})"));
+  EXPECT_FALSE(bench.training.has_value());
+  const Scenario s = parse_scenario(nlohmann::json::parse(R"({"name": "t", "workers": [2, 4],
+      "schemes": ["ring"], "workload": {"kind": "train", "model": "resnet50", "layers": "32-8",
+      "optimizer": "adam", "lr": 0.01, "momentum": 0.5, "batch": 16, "accumulate": 2,
+      "epochs": 3, "max_steps": 7, "seed": 9, "bucket_mb": 0.5, "overlap": false,
+      "compression": "bf16", "data_dir": "/d", "train_samples": 100, "trace": "t.json",
+      "trace_steps": 2, "fwd_ms": 3, "bwd_ratio": 1.5, "param_scale": 0.01}})"));
+  ASSERT_TRUE(s.training.has_value());
+  const TrainWorkload& w = *s.training;
+  EXPECT_EQ(w.model, "resnet50");
+  EXPECT_EQ(w.layers, "32-8");
+  EXPECT_EQ(w.optimizer, "adam");
+  EXPECT_DOUBLE_EQ(w.lr, 0.01);
+  EXPECT_EQ(w.batch, 16);
+  EXPECT_EQ(w.accumulate, 2);
+  EXPECT_EQ(w.epochs, 3);
+  EXPECT_EQ(w.max_steps, 7);
+  EXPECT_EQ(w.seed, 9u);
+  EXPECT_FALSE(w.overlap);
+  EXPECT_EQ(w.compression, "bf16");
+  EXPECT_EQ(w.train_samples, 100u);
+  EXPECT_EQ(w.trace_steps, 2);
+  EXPECT_DOUBLE_EQ(w.param_scale, 0.01);
+  EXPECT_TRUE(s.sizes.empty());
+  EXPECT_NO_THROW(check_train_workload(w, workload_pointer()));
+  EXPECT_EQ(plan_runs(s).runs.size(), 2u);
+}
+
+struct Malformed {
+  const char* label;
+  const char* json;
+  const char* field;
+};
+
+class MalformedTrainWorkload : public ::testing::TestWithParam<Malformed> {};
+
+TEST_P(MalformedTrainWorkload, NamesThePointer) {
+  const Malformed& m = GetParam();
+  try {
+    load(m.json);
+    FAIL() << "accepted: " << m.json;
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), m.field) << e.what();
+  }
+}
+
+#define TRAIN(extra) R"({"name": "x", "workers": 2, "workload": {"kind": "train")" extra "}}"
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, MalformedTrainWorkload,
+    ::testing::Values(
+        Malformed{"not_object", R"({"name": "x", "workload": "train"})", "/workload"},
+        Malformed{"no_kind", R"({"name": "x", "workload": {"batch": 2}})", "/workload/kind"},
+        Malformed{"kind", R"({"name": "x", "workload": {"kind": "inference"}})", "/workload/kind"},
+        Malformed{"allreduce_extra", R"({"name": "x", "sizes": [1], "workload": {"kind": "allreduce", "batch": 2}})", "/workload/batch"},
+        Malformed{"batch_type", TRAIN(R"(, "batch": "ten")"), "/workload/batch"},
+        Malformed{"batch_zero", TRAIN(R"(, "batch": 0)"), "/workload/batch"},
+        Malformed{"unknown_key", TRAIN(R"(, "epoch": 2)"), "/workload/epoch"},
+        Malformed{"lr", TRAIN(R"(, "lr": -0.1)"), "/workload/lr"},
+        Malformed{"overlap", TRAIN(R"(, "overlap": "yes")"), "/workload/overlap"},
+        Malformed{"max_steps", TRAIN(R"(, "max_steps": 0)"), "/workload/max_steps"},
+        Malformed{"model", TRAIN(R"(, "model": "alexnet")"), "/workload/model"},
+        Malformed{"layers", TRAIN(R"(, "layers": "12-x")"), "/workload/layers"},
+        Malformed{"optimizer", TRAIN(R"(, "optimizer": "lion")"), "/workload/optimizer"},
+        Malformed{"momentum", TRAIN(R"(, "momentum": 1)"), "/workload/momentum"},
+        Malformed{"compression", TRAIN(R"(, "compression": "int8")"), "/workload/compression"},
+        Malformed{"consistency_name", TRAIN(R"(, "consistency": ["bsp", "eventual"])"), "/workload/consistency"},
+        Malformed{"consistency_type", TRAIN(R"(, "consistency": ["bsp", 3])"), "/workload/consistency/1"},
+        Malformed{"staleness_alone", TRAIN(R"(, "staleness": 3)"), "/workload/staleness"},
+        Malformed{"sizes", R"({"name": "x", "sizes": [64], "workload": {"kind": "train"}})", "/sizes"},
+        Malformed{"iters", R"({"name": "x", "iters": 3, "workload": {"kind": "train"}})", "/iters"},
+        Malformed{"sim", R"({"name": "x", "transport": "sim", "workload": {"kind": "train"}})", "/transport"},
+        Malformed{"consistency_tcp", R"({"name": "x", "transport": "tcp", "workload": {"kind": "train", "consistency": ["asp"]}})", "/workload/consistency"},
+        Malformed{"consistency_schemes", R"({"name": "x", "schemes": ["ring"], "workload": {"kind": "train", "consistency": ["asp"]}})", "/schemes"}),
+    [](const auto& info) { return std::string(info.param.label); });
+
+// ---- the gradex binary ------------------------------------------------------------
+
+struct Outcome {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+class TrainScenario : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("gradex_train_scenario_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    write_tiny_fashion_mnist();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static std::string slurp(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  Outcome gradex(const std::string& args) {
+    const std::string cmd = std::string(GRADEX_BINARY) + " " + args + " > " +
+                            (dir_ / "stdout").string() + " 2> " + (dir_ / "stderr").string() +
+                            " < /dev/null";
+    const int status = std::system(cmd.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_ / "stdout"),
+            slurp(dir_ / "stderr")};
+  }
+  // A tiny deterministic run: 2 workers, 2 epochs of 3 steps of 10 samples.
+  fs::path scenario(const std::string& name, const std::string& extra) {
+    const fs::path p = dir_ / (name + ".json");
+    std::ofstream(p) << R"({"name": ")" << name << R"(", "workers": 2, "schemes": ["ring"],
+        "timeout_ms": 20000, "output": ")" << (dir_ / name).string() << R"(",
+        "workload": {"kind": "train", "layers": "16", "batch": 10, "epochs": 2, "max_steps": 3,
+                     "data_dir": ")" << dir_.string() << R"("})" << extra << "}";
+    return p;
+  }
+  nlohmann::json results(const std::string& name) {
+    return nlohmann::json::parse(slurp(dir_ / name / "results.json"));
+  }
+
+  // Unsigned-byte IDX files with a deterministic pattern (as train_cli_test).
+  void write_idx(const std::string& name, std::vector<std::uint32_t> dims, std::uint8_t mod) {
+    std::ofstream f(dir_ / name, std::ios::binary);
+    const char magic[4] = {0, 0, 8, static_cast<char>(dims.size())};
+    f.write(magic, 4);
+    std::size_t total = 1;
+    for (std::uint32_t d : dims) {
+      const char be[4] = {static_cast<char>(d >> 24), static_cast<char>(d >> 16),
+                          static_cast<char>(d >> 8), static_cast<char>(d)};
+      f.write(be, 4);
+      total *= d;
+    }
+    for (std::size_t i = 0; i < total; ++i) f.put(static_cast<char>((i * 7) % mod));
+  }
+  void write_tiny_fashion_mnist() {
+    write_idx("train-images-idx3-ubyte", {120, 28, 28}, 251);
+    write_idx("train-labels-idx1-ubyte", {120}, 10);
+    write_idx("t10k-images-idx3-ubyte", {40, 28, 28}, 251);
+    write_idx("t10k-labels-idx1-ubyte", {40}, 10);
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(TrainScenario, RunTrainsInProcessAndWritesResults) {
+  const fs::path sc = scenario("inproc", "");
+  const Outcome v = gradex("validate " + sc.string());
+  EXPECT_EQ(v.code, 0) << v.err;
+  EXPECT_NE(v.out.find("train workload: 1 runs"), std::string::npos) << v.out;
+  const Outcome o = gradex("run " + sc.string());
+  ASSERT_EQ(o.code, 0) << o.err << o.out;
+  for (const char* text : {"ring epoch 2:", "compute-ms", "exposed-ms", "samples/s", "efficiency"}) {
+    EXPECT_NE(o.out.find(text), std::string::npos) << text << "\n" << o.out;
+  }
+  const auto doc = results("inproc");
+  EXPECT_EQ(doc["scenario"]["name"], "inproc");
+  EXPECT_TRUE(doc["machine"].contains("cpu"));
+  ASSERT_EQ(doc["runs"].size(), 1u);
+  EXPECT_EQ(doc["runs"][0]["epochs"].size(), 2u);
+  EXPECT_TRUE(doc["runs"][0]["replicas_agree"].get<bool>());
+  EXPECT_TRUE(fs::exists(dir_ / "inproc" / "results.csv"));
+}
+
+TEST_F(TrainScenario, BadWorkloadIsBadInputNamingThePointer) {
+  const fs::path sc = dir_ / "bad.json";
+  std::ofstream(sc) << R"({"name": "bad", "output": ")" << (dir_ / "bad").string()
+                    << R"(", "workload": {"kind": "train", "batch": "ten"}})";
+  for (const char* cmd : {"validate ", "run "}) {
+    const Outcome o = gradex(cmd + sc.string());
+    EXPECT_EQ(o.code, 2) << cmd;
+    EXPECT_NE(o.err.find("#/workload/batch"), std::string::npos) << o.err;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "bad"));
+}
+
+TEST_F(TrainScenario, LaunchRejectsConsistencyOverProcesses) {
+  const fs::path sc = dir_ / "ssp.json";
+  std::ofstream(sc) << R"({"name": "ssp", "workload": {"kind": "train", "consistency": ["ssp"]}})";
+  const Outcome o = gradex("launch -n 2 --transport tcp " + sc.string());
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("/workload/consistency"), std::string::npos) << o.err;
+}
+
+// The ring reduces in the same order whether ranks are threads or
+// processes, and every process computes the same floats: the final
+// parameters must be bit-identical, not merely close.
+TEST_F(TrainScenario, LaunchOverTcpMatchesInProcessBitForBit) {
+  ASSERT_EQ(gradex("run " + scenario("inproc", "").string()).code, 0);
+  const Outcome o = gradex("launch -n 2 " + scenario("tcp", R"(, "transport": "tcp")").string());
+  ASSERT_EQ(o.code, 0) << o.err << o.out;
+  EXPECT_NE(o.out.find("launched: 2 processes over tcp"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("ring epoch 2:"), std::string::npos) << o.out;
+  const auto a = results("inproc")["runs"][0];
+  const auto b = results("tcp")["runs"][0];
+  EXPECT_TRUE(b["replicas_agree"].get<bool>());
+  EXPECT_EQ(a["params_fnv1a"], b["params_fnv1a"]);
+  EXPECT_EQ(a["epochs"].back()["test_accuracy"], b["epochs"].back()["test_accuracy"]);
+  EXPECT_EQ(a["epochs"].back()["train_loss"], b["epochs"].back()["train_loss"]);
+}
+
+}  // namespace
+}  // namespace gradex
