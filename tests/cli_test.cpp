@@ -11,50 +11,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "process_fixture.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Outcome {
-  int code;
-  std::string out;
-  std::string err;
-};
+using gradex::testing::Outcome;
 
-class Cli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gradex_cli_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  fs::path write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name) << text;
-    return dir_ / name;
-  }
-
-  static std::string slurp(const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-
-  Outcome gradex(const std::string& args) {
-    const std::string cmd = std::string(GRADEX_BINARY) + " " + args + " > " +
-                            (dir_ / "stdout").string() + " 2> " + (dir_ / "stderr").string() +
-                            " < /dev/null";
-    const int status = std::system(cmd.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_ / "stdout"),
-            slurp(dir_ / "stderr")};
-  }
-
-  fs::path dir_;
-};
+class Cli : public gradex::testing::ProcessTest {};
 
 TEST_F(Cli, ListNamesEveryScheme) {
   const Outcome o = gradex("list");

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "common/errors.h"
+#include "process_fixture.h"
 #include "runner/launch_env.h"
 
 namespace gradex {
@@ -29,54 +30,14 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-class Launch : public ::testing::Test {
+using testing::free_port;
+using testing::kGradex;
+
+class Launch : public testing::ProcessTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gradex_launch_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  fs::path write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name) << text;
-    return dir_ / name;
-  }
-  static std::string slurp(const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-  // Runs a shell command line with stdout/stderr captured in files.
-  int shell(const std::string& line) {
-    const std::string cmd = "(" + line + ") > " + (dir_ / "stdout").string() + " 2> " +
-                            (dir_ / "stderr").string() + " < /dev/null";
-    const int status = std::system(cmd.c_str());
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
   void killed_worker_run(const std::string& transport);
-
-  fs::path dir_;
 };
 
-const std::string kGradex = GRADEX_BINARY;
-
-// A loopback port that is free right now (the kernel picks it).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof sa;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  ::close(fd);
-  return ntohs(sa.sin_port);
-}
 
 TEST_F(Launch, PrintsTheRunTableAndWritesResults) {
   for (const std::string transport : {"tcp", "zmq"}) {

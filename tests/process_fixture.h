@@ -9,17 +9,26 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace gradex::testing {
 
 namespace fs = std::filesystem;
 
 inline const std::string kGradex = GRADEX_BINARY;
+
+struct Outcome {
+  int code;
+  std::string out;
+  std::string err;
+  std::string output() const { return out + err; }
+};
 
 class ProcessTest : public ::testing::Test {
  protected:
@@ -51,6 +60,33 @@ class ProcessTest : public ::testing::Test {
   }
   std::string out() const { return slurp(dir_ / "stdout"); }
   std::string err() const { return slurp(dir_ / "stderr"); }
+  // Runs the gradex binary with `args` (no input).
+  Outcome gradex(const std::string& args) {
+    const int code = shell(kGradex + " " + args);
+    return {code, out(), err()};
+  }
+
+  // Unsigned-byte IDX files with a deterministic pattern, and a tiny
+  // Fashion-MNIST of them (120 training and 40 test images) in dir_.
+  void write_idx(const std::string& name, std::vector<std::uint32_t> dims, std::uint8_t mod) {
+    std::ofstream f(dir_ / name, std::ios::binary);
+    const char magic[4] = {0, 0, 8, static_cast<char>(dims.size())};
+    f.write(magic, 4);
+    std::size_t total = 1;
+    for (std::uint32_t d : dims) {
+      const char be[4] = {static_cast<char>(d >> 24), static_cast<char>(d >> 16),
+                          static_cast<char>(d >> 8), static_cast<char>(d)};
+      f.write(be, 4);
+      total *= d;
+    }
+    for (std::size_t i = 0; i < total; ++i) f.put(static_cast<char>((i * 7) % mod));
+  }
+  void write_tiny_fashion_mnist() {
+    write_idx("train-images-idx3-ubyte", {120, 28, 28}, 251);
+    write_idx("train-labels-idx1-ubyte", {120}, 10);
+    write_idx("t10k-images-idx3-ubyte", {40, 28, 28}, 251);
+    write_idx("t10k-labels-idx1-ubyte", {40}, 10);
+  }
 
   fs::path dir_;
 };

@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "process_fixture.h"
+
 #include "common/errors.h"
 #include "common/scenario.h"
 #include "runner/plan.h"
@@ -113,38 +115,15 @@ INSTANTIATE_TEST_SUITE_P(
 
 // ---- the gradex binary ------------------------------------------------------------
 
-struct Outcome {
-  int code;
-  std::string out;
-  std::string err;
-};
+using gradex::testing::Outcome;
 
-class TrainScenario : public ::testing::Test {
+class TrainScenario : public gradex::testing::ProcessTest {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gradex_train_scenario_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    ProcessTest::SetUp();
     write_tiny_fashion_mnist();
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
-  static std::string slurp(const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-  Outcome gradex(const std::string& args) {
-    const std::string cmd = std::string(GRADEX_BINARY) + " " + args + " > " +
-                            (dir_ / "stdout").string() + " 2> " + (dir_ / "stderr").string() +
-                            " < /dev/null";
-    const int status = std::system(cmd.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_ / "stdout"),
-            slurp(dir_ / "stderr")};
-  }
   // A tiny deterministic run: 2 workers, 2 epochs of 3 steps of 10 samples.
   fs::path scenario(const std::string& name, const std::string& extra) {
     const fs::path p = dir_ / (name + ".json");
@@ -157,29 +136,6 @@ class TrainScenario : public ::testing::Test {
   nlohmann::json results(const std::string& name) {
     return nlohmann::json::parse(slurp(dir_ / name / "results.json"));
   }
-
-  // Unsigned-byte IDX files with a deterministic pattern (as train_cli_test).
-  void write_idx(const std::string& name, std::vector<std::uint32_t> dims, std::uint8_t mod) {
-    std::ofstream f(dir_ / name, std::ios::binary);
-    const char magic[4] = {0, 0, 8, static_cast<char>(dims.size())};
-    f.write(magic, 4);
-    std::size_t total = 1;
-    for (std::uint32_t d : dims) {
-      const char be[4] = {static_cast<char>(d >> 24), static_cast<char>(d >> 16),
-                          static_cast<char>(d >> 8), static_cast<char>(d)};
-      f.write(be, 4);
-      total *= d;
-    }
-    for (std::size_t i = 0; i < total; ++i) f.put(static_cast<char>((i * 7) % mod));
-  }
-  void write_tiny_fashion_mnist() {
-    write_idx("train-images-idx3-ubyte", {120, 28, 28}, 251);
-    write_idx("train-labels-idx1-ubyte", {120}, 10);
-    write_idx("t10k-images-idx3-ubyte", {40, 28, 28}, 251);
-    write_idx("t10k-labels-idx1-ubyte", {40}, 10);
-  }
-
-  fs::path dir_;
 };
 
 TEST_F(TrainScenario, RunTrainsInProcessAndWritesResults) {
