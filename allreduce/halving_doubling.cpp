@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "allreduce/fold.h"
 #include "common/cost_model.h"
 #include "common/errors.h"
 
@@ -15,26 +16,6 @@ constexpr Tag kFoldTag = 0;    // extra rank -> partner: the whole input
 constexpr Tag kHalveTag = 1;   // reduce-scatter steps
 constexpr Tag kDoubleTag = 2;  // all-gather steps
 constexpr Tag kUnfoldTag = 3;  // partner -> extra rank: the whole result
-
-// Folding a world of n ranks onto a power of two p: among the first 2*rem
-// ranks, each even rank hands its buffer to the odd rank after it and sits
-// out; the odd ones and the ranks from 2*rem on form the core 0..p-1.
-struct Fold {
-  int p = 1;
-  int rem = 0;
-
-  explicit Fold(int n) {
-    while (p * 2 <= n) p *= 2;
-    rem = n - p;
-  }
-  // Core rank of world rank r, or -1 if r sits out.
-  int core(int r) const {
-    if (r < 2 * rem) return r % 2 == 1 ? r / 2 : -1;
-    return r - rem;
-  }
-  // World rank of core rank v.
-  int world(int v) const { return v < rem ? 2 * v + 1 : v + rem; }
-};
 
 // One halving step of core rank v: v and its partner v ^ distance share a
 // range, cut in two (BlockSplit: the first half takes the odd element).

@@ -32,7 +32,7 @@ trap 'rm -rf "$scratch"' EXIT
 # mpirun refuses root unless told; the container's user is root.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-schemes_gradex="ring,tree,halving_doubling,hierarchical,ps"
+schemes_gradex="ring,tree,halving_doubling,recursive_doubling,hierarchical,ps"
 for n in "${workers[@]}"; do
   for transport in tcp zmq; do
     schemes="$schemes_gradex"

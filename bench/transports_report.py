@@ -48,25 +48,28 @@ def human(nbytes):
 def ratios(rows):
     by = {(r["transport"], r["scheme"], int(r["workers"]), int(r["bytes"])): r for r in rows}
     lines = ["# gradex over processes against the MPI library", "",
-             "Bus bandwidth in GB/s (median time of the timed iterations); ratio = gradex ring "
-             "over tcp / MPI_Allreduce (above 1: gradex is faster). Time ratio at the smallest "
-             "size = ring time / MPI_Allreduce time (latency).", ""]
+             "Bus bandwidth in GB/s (median time of the timed iterations); busbw ratio = gradex "
+             "ring over tcp / MPI_Allreduce (above 1: gradex is faster); time ratios = gradex "
+             "time / MPI_Allreduce time (below 1: gradex is faster), for the ring and for "
+             "recursive doubling (MPI's own small-message algorithm).", ""]
     for n in sorted({int(r["workers"]) for r in rows}):
         lines += [f"## {n} workers", "",
-                  "| size | ring tcp | ring zmq | halving_doubling tcp | MPI_Allreduce | "
-                  "MPI_Reduce+Bcast | ring tcp / MPI | time ring tcp / MPI |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+                  "| size | ring tcp | ring zmq | halving_doubling tcp | recursive_doubling tcp | "
+                  "MPI_Allreduce | MPI_Reduce+Bcast | busbw ring tcp / MPI | time ring tcp / MPI | "
+                  "time recursive_doubling tcp / MPI |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for size in sorted({int(r["bytes"]) for r in rows if int(r["workers"]) == n}):
             def get(t, s, field="busbw_Bps"):
                 r = by.get((t, s, n, size))
                 return float(r[field]) if r else float("nan")
             ring, mpi = get("tcp", "ring"), get("mpi", "mpi")
-            t_ring, t_mpi = get("tcp", "ring", "time_s"), get("mpi", "mpi", "time_s")
+            t_mpi = get("mpi", "mpi", "time_s")
+            t_ring, t_rd = get("tcp", "ring", "time_s"), get("tcp", "recursive_doubling", "time_s")
             cells = [human(size)] + [f"{v / 1e9:.3f}" for v in (
-                ring, get("zmq", "ring"), get("tcp", "halving_doubling"), mpi,
-                get("mpi", "mpi_reduce_bcast"))]
-            cells += [f"{ring / mpi:.2f}" if mpi > 0 else "-",
-                      f"{t_ring / t_mpi:.2f}" if t_mpi > 0 else "-"]
+                ring, get("zmq", "ring"), get("tcp", "halving_doubling"),
+                get("tcp", "recursive_doubling"), mpi, get("mpi", "mpi_reduce_bcast"))]
+            cells += [f"{ring / mpi:.2f}" if mpi > 0 else "-"]
+            cells += [f"{t / t_mpi:.2f}" if t_mpi > 0 else "-" for t in (t_ring, t_rd)]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
@@ -80,11 +83,14 @@ def plot(rows, n, png):
             continue
         label = r["scheme"] if r["transport"] == "mpi" else f'{r["scheme"]} / {r["transport"]}'
         series.setdefault(label, []).append((int(r["bytes"]), float(r["busbw_Bps"]) / 1e9))
+    # One colour per scheme, one line style per transport.
+    schemes = sorted({label.split(" / ")[0] for label in series})
+    colours = {name: plt.cm.tab10(i % 10) for i, name in enumerate(schemes)}
     for label, points in sorted(series.items()):
         points.sort()
         style = "-" if "tcp" in label else "--" if "zmq" in label else ":"
         ax.plot([p[0] for p in points], [p[1] for p in points], style, marker="o",
-                markersize=3, label=label)
+                markersize=3, label=label, color=colours[label.split(" / ")[0]])
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("message size (bytes)")

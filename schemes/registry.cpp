@@ -2,6 +2,7 @@
 
 #include "allreduce/halving_doubling.h"
 #include "allreduce/hierarchical.h"
+#include "allreduce/recursive_doubling.h"
 #include "allreduce/ring.h"
 #include "allreduce/tree.h"
 #include "bench/baselines/mpi_schemes.h"
@@ -26,6 +27,9 @@ std::vector<SchemeEntry> build_registry() {
   r.push_back({"halving_doubling",
                "recursive halving reduce-scatter + recursive doubling all-gather (Rabenseifner)",
                plain<HalvingDoublingScheme>()});
+  r.push_back({"recursive_doubling",
+               "recursive doubling: log2 n swaps of the whole buffer (the small-message choice)",
+               plain<RecursiveDoublingScheme>()});
   r.push_back({"hierarchical",
                "intra-node ring reduce-scatter, inter-node all-reduce, intra-node ring all-gather",
                [](const SchemeOptions& o) {

@@ -95,8 +95,14 @@ MpiJob::MpiJob() {
   std::lock_guard lock(job_mutex);
   GRADEX_ENFORCE(job == nullptr, "one MPI job per process");
   int provided = 0;
-  // Only the main thread calls MPI; gradex's transport threads never do.
-  mpi_check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  // One thread at a time calls MPI, but not always the main one: training
+  // runs its exchanges on the reducer's communication thread.
+  mpi_check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided),
+            "MPI_Init_thread");
+  if (provided < MPI_THREAD_SERIALIZED) {
+    throw ConfigError("mpirun", "the MPI library does not allow calls from more than one thread "
+                                "(MPI_THREAD_SERIALIZED)");
+  }
   // Errors come back as codes (mpi_check turns them into exceptions)
   // instead of MPI's default of aborting the job without a word.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
