@@ -101,11 +101,11 @@ void print_summary(std::ostream& out, const Scenario& s, const std::vector<Resul
   }
   out << "#\n# Summary at " << format_bytes(static_cast<double>(largest))
       << ": median time in ms (busbw GB/s" << (s.network.shaped ? ", util %" : "") << ")\n";
-  out << "#" << std::setw(17) << "scheme";
+  out << "#" << std::setw(19) << "scheme";
   for (int w : worker_counts) out << std::setw(26) << (std::to_string(w) + " workers");
   out << "\n";
   for (const std::string& name : schemes) {
-    out << "#" << std::setw(17) << name;
+    out << "#" << std::setw(19) << name;
     for (int w : worker_counts) {
       auto it = at_largest.find({name, w});
       if (it == at_largest.end()) {
