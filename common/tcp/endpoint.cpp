@@ -12,8 +12,6 @@
 #include <mutex>
 #include <thread>
 
-#include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "common/errors.h"
@@ -46,7 +44,6 @@ struct Op final : RequestState {
   Tensor reduce_dst;
   ReduceOp rop = ReduceOp::sum;
   FrameHeader::Bytes header{};  // send: owned until written
-  std::size_t written = 0;      // send: frame bytes the posting thread wrote
   double not_before = 0;        // shaped completion time (clock seconds)
   // Guarded by Impl::mutex.
   bool done = false;
@@ -68,12 +65,8 @@ using UnexpectedPtr = std::shared_ptr<Unexpected>;
 // touched by the I/O thread only (or after it has been joined).
 struct Link {
   std::unique_ptr<tcp::Socket> socket;
-  // The send side. While `writing` is false the stream is at a frame
-  // boundary and idle, and a posting thread may write a frame itself;
-  // while it is true the I/O thread owns the stream and drains `sends`.
-  std::unique_ptr<std::mutex> send_mutex = std::make_unique<std::mutex>();
-  std::deque<OpPtr> sends;  // guarded by send_mutex
-  bool writing = false;     // guarded by send_mutex
+  std::deque<OpPtr> sends;
+  bool writing = false;  // a frame is partly on the wire
   FrameHeader::Bytes in_header{};
   std::vector<std::byte> scratch;
   std::string reason;  // payload of an abort frame
@@ -276,81 +269,27 @@ struct TcpEndpoint::Impl {
 
   // ---- I/O thread: sending --------------------------------------------------
 
-  // Any thread: a data frame goes out at once from the posting thread when
-  // the stream is idle (saving the hand-off to the I/O thread, which is
-  // most of a small message's latency); whatever the socket does not take
-  // without blocking, and every frame behind a busy stream, is left to the
-  // I/O thread.
-  void send_or_queue(const OpPtr& op) {
-    const int p = op->peer;
-    Link& l = link(p);
-    {
-      std::lock_guard lock(*l.send_mutex);
-      l.sends.push_back(op);
-      if (l.writing) return;  // the I/O thread will get to it
-      l.writing = true;
-      if (l.socket && l.socket->is_open()) {
-        iovec parts[2] = {{op->header.data(), op->header.size()},
-                          {const_cast<void*>(op->src), op->bytes}};
-        msghdr msg{};
-        msg.msg_iov = parts;
-        msg.msg_iovlen = op->bytes ? 2 : 1;
-        const ssize_t n = ::sendmsg(l.socket->native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-        // An error is left for the I/O thread's write to report.
-        op->written = n > 0 ? static_cast<std::size_t>(n) : 0;
-        if (op->written == op->header.size() + op->bytes) {
-          l.sends.pop_front();
-          l.writing = false;
-        }
-      }
-    }
-    if (op->written == op->header.size() + op->bytes) return complete(*op);
-    asio::post(io, [this, p] { write_next(p); });
-  }
-
-  // I/O thread: frames from the I/O thread itself (bye).
   void queue_send(const OpPtr& op) {
     Link& l = link(op->peer);
-    {
-      std::lock_guard lock(*l.send_mutex);
-      l.sends.push_back(op);
-      if (l.writing) return;
-      l.writing = true;
-    }
-    write_next(op->peer);
+    l.sends.push_back(op);
+    if (!l.writing) write_next(op->peer);
   }
 
-  // I/O thread, owning the stream: writes the front frame (the rest of it,
-  // if its posting thread wrote a part) and then the next.
   void write_next(int p) {
     Link& l = link(p);
-    OpPtr op;
-    {
-      std::lock_guard lock(*l.send_mutex);
-      if (l.sends.empty()) {
-        l.writing = false;
-        return;
-      }
-      op = l.sends.front();
+    if (l.sends.empty()) {
+      l.writing = false;
+      return;
     }
-    std::array<asio::const_buffer, 2> frame{asio::buffer(op->header),
-                                            asio::buffer(op->src, op->bytes)};
-    const std::size_t head = op->header.size();
-    if (op->written < head) {
-      frame[0] += op->written;
-    } else {
-      frame[0] = asio::const_buffer();
-      frame[1] += op->written - head;
-    }
+    l.writing = true;
+    const OpPtr& op = l.sends.front();
+    const std::array<asio::const_buffer, 2> frame{asio::buffer(op->header),
+                                                  asio::buffer(op->src, op->bytes)};
     asio::async_write(*l.socket, frame, [this, p](auto ec, std::size_t) {
       if (ec) return lost(p, ec);  // `writing` stays set: the frame is torn
-      OpPtr sent;
-      {
-        Link& ln = link(p);
-        std::lock_guard lock(*ln.send_mutex);
-        sent = std::move(ln.sends.front());
-        ln.sends.pop_front();
-      }
+      Link& ln = link(p);
+      OpPtr sent = std::move(ln.sends.front());
+      ln.sends.pop_front();
       complete(*sent);
       write_next(p);
     });
@@ -377,7 +316,6 @@ struct TcpEndpoint::Impl {
     const auto header = h.encode();
     for (int p = 0; p < size; ++p) {
       Link& l = link(p);
-      std::lock_guard lock(*l.send_mutex);
       if (!l.socket || l.writing || p == failed_rank) continue;
       boost::system::error_code ec;
       l.socket->non_blocking(true, ec);
@@ -388,8 +326,6 @@ struct TcpEndpoint::Impl {
 
   void close_sockets() {
     for (Link& l : links) {
-      // Not under a posting thread's direct write.
-      std::lock_guard lock(*l.send_mutex);
       if (!l.socket) continue;
       boost::system::error_code ec;
       l.socket->shutdown(ip_tcp::socket::shutdown_both, ec);
@@ -602,7 +538,7 @@ std::shared_ptr<RequestState> TcpEndpoint::start_send(int peer, const void* data
   }
   op->header = h.encode();
   GRADEX_ENFORCE(m.io_thread.joinable(), "send before connect()");
-  m.send_or_queue(op);
+  asio::post(m.io, [&m, op] { m.queue_send(op); });
   return op;
 }
 
