@@ -70,7 +70,9 @@ void print_train_preamble(std::ostream& out, const Scenario& sc, const TrainJob&
   }
   out << "; ps: " << sc.ps_servers << " server(s), "
       << (sc.ps_placement == ServerPlacement::dedicated ? "dedicated" : "colocated") << "\n"
-      << "# efficiency = compute / iteration (1 = communication fully hidden)\n" << std::flush;
+      << "# compute-share = compute / iteration (1: communication fully hidden); scaling = "
+         "samples/s over N x one worker's (when the workers include 1)\n"
+      << std::flush;
 }
 
 int run_train_plan(const RunPlan& plan, const TrainJob& job, std::ostream& out) {

@@ -138,6 +138,24 @@ class TrainScenario : public gradex::testing::ProcessTest {
   }
 };
 
+TEST_F(TrainScenario, ScalingIsMeasuredAgainstAOneWorkerRun) {
+  const fs::path sc = scenario("sweep", "");
+  const Outcome o = gradex("run --workers 1,2 " + sc.string());
+  ASSERT_EQ(o.code, 0) << o.err << o.out;
+  const auto runs = results("sweep")["runs"];
+  ASSERT_EQ(runs.size(), 2u);
+  ASSERT_EQ(runs[0]["workers"], 1);
+  EXPECT_DOUBLE_EQ(runs[0]["scaling_efficiency"].get<double>(), 1.0);
+  const double one = runs[0]["samples_per_s"].get<double>();
+  const double two = runs[1]["samples_per_s"].get<double>();
+  EXPECT_NEAR(runs[1]["scaling_efficiency"].get<double>(), two / (2 * one), 1e-9);
+}
+
+TEST_F(TrainScenario, ScalingIsNullWithoutAOneWorkerRun) {
+  ASSERT_EQ(gradex("run " + scenario("two", "").string()).code, 0) << err();
+  EXPECT_TRUE(results("two")["runs"][0]["scaling_efficiency"].is_null());
+}
+
 TEST_F(TrainScenario, RunTrainsInProcessAndWritesResults) {
   const fs::path sc = scenario("inproc", "");
   const Outcome v = gradex("validate " + sc.string());
@@ -145,7 +163,7 @@ TEST_F(TrainScenario, RunTrainsInProcessAndWritesResults) {
   EXPECT_NE(v.out.find("train workload: 1 runs"), std::string::npos) << v.out;
   const Outcome o = gradex("run " + sc.string());
   ASSERT_EQ(o.code, 0) << o.err << o.out;
-  for (const char* text : {"ring epoch 2:", "compute-ms", "exposed-ms", "samples/s", "efficiency"}) {
+  for (const char* text : {"ring epoch 2:", "compute-ms", "exposed-ms", "samples/s", "compute-share", "scaling"}) {
     EXPECT_NE(o.out.find(text), std::string::npos) << text << "\n" << o.out;
   }
   const auto doc = results("inproc");

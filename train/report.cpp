@@ -1,6 +1,7 @@
 #include "train/report.h"
 
 #include <cstdio>
+#include <optional>
 #include <sstream>
 
 namespace gradex {
@@ -23,13 +24,22 @@ void print_epoch(std::ostream& out, const std::string& scheme, const EpochRecord
       << std::flush;
 }
 
-double scaling_efficiency(const TrainResult& t) {
+double compute_share(const TrainResult& t) {
   return t.mean.iteration > 0 ? t.mean.compute / t.mean.iteration : 0;
+}
+
+std::optional<double> scaling_efficiency(const std::vector<TrainRun>& runs, const TrainRun& run) {
+  for (const TrainRun& one : runs) {
+    if (one.scheme == run.scheme && one.workers == 1 && one.result.samples_per_second > 0) {
+      return run.result.samples_per_second / (run.workers * one.result.samples_per_second);
+    }
+  }
+  return std::nullopt;
 }
 
 void print_train_summary(std::ostream& out, const std::vector<TrainRun>& runs) {
   out << "#\n# scheme                 workers  test-acc  train-s   iter-ms  compute-ms  comm-ms  "
-         "exposed-ms  samples/s  efficiency  agree\n";
+         "exposed-ms  samples/s  compute-share  scaling  agree\n";
   for (const TrainRun& r : runs) {
     const TrainResult& t = r.result;
     const double acc = t.epochs.empty() ? 0 : t.epochs.back().test_accuracy;
@@ -37,12 +47,16 @@ void print_train_summary(std::ostream& out, const std::vector<TrainRun>& runs) {
     const bool evaluated = !t.epochs.empty() && (t.epochs.back().test_loss > 0 || acc > 0);
     char accuracy[32] = "       -";
     if (evaluated) std::snprintf(accuracy, sizeof accuracy, "%7.2f%%", 100 * acc);
+    char scaling[32] = "      -";
+    if (const auto e = scaling_efficiency(runs, r)) {
+      std::snprintf(scaling, sizeof scaling, "%6.1f%%", 100 * *e);
+    }
     char line[256];
     std::snprintf(line, sizeof line,
-                  "  %-22s %3d  %s  %7.2f  %8.3f  %10.3f  %7.3f  %10.3f  %9.0f  %9.1f%%  %s\n",
+                  "  %-22s %3d  %s  %7.2f  %8.3f  %10.3f  %7.3f  %10.3f  %9.0f  %12.1f%%  %s  %s\n",
                   r.scheme.c_str(), r.workers, accuracy, secs, 1e3 * t.mean.iteration,
                   1e3 * t.mean.compute, 1e3 * t.mean.comm, 1e3 * t.mean.exposed,
-                  t.samples_per_second, 100 * scaling_efficiency(t),
+                  t.samples_per_second, 100 * compute_share(t), scaling,
                   t.replicas_agree ? "yes" : "NO");
     out << line;
   }
@@ -77,6 +91,7 @@ nlohmann::json train_json(const std::vector<TrainRun>& runs, const nlohmann::jso
                         {"test_accuracy", e.test_accuracy},
                         {"train_seconds", e.train_seconds}});
     }
+    const std::optional<double> scaling = scaling_efficiency(runs, r);
     out["runs"].push_back({{"scheme", r.scheme},
                            {"workers", r.workers},
                            {"params", t.param_count},
@@ -87,7 +102,9 @@ nlohmann::json train_json(const std::vector<TrainRun>& runs, const nlohmann::jso
                            {"comm_s", t.mean.comm},
                            {"exposed_s", t.mean.exposed},
                            {"samples_per_s", t.samples_per_second},
-                           {"scaling_efficiency", scaling_efficiency(t)},
+                           {"compute_share", compute_share(t)},
+                           {"scaling_efficiency",  // null without a one-worker run
+                            scaling ? nlohmann::json(*scaling) : nlohmann::json()},
                            {"params_fnv1a", t.params_hash},
                            {"optimizer_state_bytes_per_worker", t.optimizer_state_bytes},
                            {"replicas_agree", t.replicas_agree},

@@ -3,6 +3,7 @@
 // the PS consistency table, and the contents of the CSV / JSON files.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -21,11 +22,13 @@ struct TrainRun {
 };
 
 void print_epoch(std::ostream& out, const std::string& scheme, const EpochRecord& e);
-// Efficiency is compute / iteration: the share of a step spent computing,
-// i.e. the throughput as a fraction of N workers that never wait for
-// communication (perfect linear scaling of this worker's compute speed).
+// The summary's two efficiencies. compute-share = compute / iteration: the
+// share of a step not waiting for communication (1: all of it hidden).
+// scaling = samples/s with N workers / (N x samples/s of the same scheme
+// with one worker), measured, when the runs include a one-worker run.
 void print_train_summary(std::ostream& out, const std::vector<TrainRun>& runs);
-double scaling_efficiency(const TrainResult& result);
+double compute_share(const TrainResult& result);
+std::optional<double> scaling_efficiency(const std::vector<TrainRun>& runs, const TrainRun& run);
 // PS consistency training: the table's header, one row per run, and the
 // row as JSON.
 std::string staleness_header();
