@@ -5,6 +5,13 @@
 // the odd ones and the ranks from 2*rem on form the core ranks 0..p-1.
 #pragma once
 
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "common/comm.h"
+#include "common/topology.h"
+
 namespace gradex {
 
 struct Fold {
@@ -22,6 +29,20 @@ struct Fold {
   }
   // World rank of core rank v.
   int world(int v) const { return v < rem ? 2 * v + 1 : v + rem; }
+  // The world ranks of the core's partner pairs at distance d (v, v ^ d).
+  std::vector<std::pair<int, int>> pairs_at(int d) const;
 };
+
+// Schedule on world rank r of a world with n > 1 ranks and data.count > 0:
+//   fold:   r < 2*rem, even: send the whole buffer to r+1 and wait for the
+//           result; r < 2*rem, odd: receive-reduce r-1's buffer into ours;
+//   core:   `core(v)` on the p core ranks;
+//   unfold: r < 2*rem, odd: send the whole result back to r-1.
+void run_folded(Comm& comm, Tensor data, ReduceOp combine, const Fold& fold, Tag fold_tag,
+                Tag unfold_tag, const std::function<void(int v)>& core);
+
+// The fold and the unfold: the whole buffer once each way between the
+// folded pairs, each on its own ports (0 when n is a power of two).
+double fold_model_time(const Fold& fold, const Topology& topology, double bytes);
 
 }  // namespace gradex

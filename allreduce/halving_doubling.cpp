@@ -84,33 +84,16 @@ void core(Comm& comm, const Tensor& data, ReduceOp combine, const Fold& fold, in
 
 }  // namespace
 
-// Schedule on world rank r (n = p + rem):
-//   fold:   r < 2*rem, even: send the whole buffer to r+1 and wait for the
-//           result; r < 2*rem, odd: receive-reduce r-1's buffer into ours.
-//   core:   the p remaining ranks run halving-doubling on core ranks.
-//   unfold: r < 2*rem, odd: send the whole result back to r-1.
+// The fold, the core and the unfold as allreduce/fold.h schedules them.
 void HalvingDoublingScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
   GRADEX_ENFORCE_EQ(comm.size(), workers(), "halving_doubling runs on the workers only");
-  const int n = comm.size();
-  const int r = comm.rank();
   const ReduceOp combine = combining_op(op);
-  const Fold fold(n);
-  const int v = fold.core(r);
-  const bool folded_pair = r < 2 * fold.rem;
-  if (n > 1 && data.count > 0) {
-    if (v < 0) {
-      comm.send(r + 1, data.data, data.bytes(), kFoldTag);
-      comm.recv(r + 1, data.data, data.bytes(), kUnfoldTag);
-    } else {
-      if (folded_pair) {
-        Request rq = comm.irecv_reduce(r - 1, data, combine, kFoldTag);
-        comm.wait(rq);
-      }
-      core(comm, data, combine, fold, v);
-      if (folded_pair) comm.send(r - 1, data.data, data.bytes(), kUnfoldTag);
-    }
+  const Fold fold(comm.size());
+  if (comm.size() > 1 && data.count > 0) {
+    run_folded(comm, data, combine, fold, kFoldTag, kUnfoldTag,
+               [&](int v) { core(comm, data, combine, fold, v); });
   }
-  finish_reduce(data, op, n);
+  finish_reduce(data, op, comm.size());
 }
 
 Traffic HalvingDoublingScheme::expected_traffic(int endpoint, std::size_t count,
@@ -158,16 +141,9 @@ double HalvingDoublingScheme::model_time(std::size_t bytes, const Topology& topo
   double part = static_cast<double>(bytes);
   for (int d = fold.p / 2; d >= 1; d /= 2) {
     part /= 2;
-    std::vector<std::pair<int, int>> pairs;
-    for (int v = 0; v < fold.p; ++v) pairs.emplace_back(fold.world(v), fold.world(v ^ d));
-    total += 2 * slowest_message(topology, pairs, part);  // halving + its doubling
+    total += 2 * slowest_message(topology, fold.pairs_at(d), part);  // halving + its doubling
   }
-  if (fold.rem > 0) {
-    std::vector<std::pair<int, int>> pairs;
-    for (int r = 0; r < 2 * fold.rem; r += 2) pairs.emplace_back(r, r + 1);
-    total += 2 * slowest_message(topology, pairs, static_cast<double>(bytes));
-  }
-  return total;
+  return total + fold_model_time(fold, topology, static_cast<double>(bytes));
 }
 
 }  // namespace gradex

@@ -23,9 +23,8 @@ int steps_of(int p) {
 
 }  // namespace
 
-// Schedule on world rank r (n = p + rem), core rank v:
-//   fold:   as halving-doubling's (the extra even ranks hand their buffer
-//           to the odd rank after them and wait for the result);
+// The fold and the unfold as allreduce/fold.h schedules them; between them,
+// on core rank v:
 //   core:   at distance d = 1, 2, ..., p/2, v sends its whole buffer to
 //           v ^ d and combines v ^ d's into it. After the step at d, v
 //           holds the sum over the 2d ranks that agree with it above bit
@@ -33,24 +32,12 @@ int steps_of(int p) {
 //           values, so every rank ends bit-identical (a + b == b + a).
 //           What goes out is a copy taken before the combine: the partner
 //           may read it while ours is being overwritten.
-//   unfold: the odd ranks of the folded pairs send the result back.
 void RecursiveDoublingScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
   GRADEX_ENFORCE_EQ(comm.size(), workers(), "recursive_doubling runs on the workers only");
-  const int n = comm.size();
-  const int r = comm.rank();
   const ReduceOp combine = combining_op(op);
-  const Fold fold(n);
-  const int v = fold.core(r);
-  const bool folded_pair = r < 2 * fold.rem;
-  if (n > 1 && data.count > 0) {
-    if (v < 0) {
-      comm.send(r + 1, data.data, data.bytes(), kFoldTag);
-      comm.recv(r + 1, data.data, data.bytes(), kUnfoldTag);
-    } else {
-      if (folded_pair) {
-        Request rq = comm.irecv_reduce(r - 1, data, combine, kFoldTag);
-        comm.wait(rq);
-      }
+  const Fold fold(comm.size());
+  if (comm.size() > 1 && data.count > 0) {
+    run_folded(comm, data, combine, fold, kFoldTag, kUnfoldTag, [&](int v) {
       const bool phantom = comm.phantom_payloads();
       std::vector<std::byte> outgoing(phantom ? 0 : data.bytes());
       for (int d = 1; d < fold.p; d *= 2) {
@@ -62,10 +49,9 @@ void RecursiveDoublingScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
         comm.wait(in);
         comm.wait(out);
       }
-      if (folded_pair) comm.send(r - 1, data.data, data.bytes(), kUnfoldTag);
-    }
+    });
   }
-  finish_reduce(data, op, n);
+  finish_reduce(data, op, comm.size());
 }
 
 Traffic RecursiveDoublingScheme::expected_traffic(int endpoint, std::size_t count,
@@ -92,17 +78,8 @@ double RecursiveDoublingScheme::model_time(std::size_t bytes, const Topology& to
   const Fold fold(n);
   const double s = static_cast<double>(bytes);
   double total = 0;
-  for (int d = 1; d < fold.p; d *= 2) {
-    std::vector<std::pair<int, int>> pairs;
-    for (int v = 0; v < fold.p; ++v) pairs.emplace_back(fold.world(v), fold.world(v ^ d));
-    total += slowest_message(topology, pairs, s);
-  }
-  if (fold.rem > 0) {
-    std::vector<std::pair<int, int>> pairs;
-    for (int r = 0; r < 2 * fold.rem; r += 2) pairs.emplace_back(r, r + 1);
-    total += 2 * slowest_message(topology, pairs, s);
-  }
-  return total;
+  for (int d = 1; d < fold.p; d *= 2) total += slowest_message(topology, fold.pairs_at(d), s);
+  return total + fold_model_time(fold, topology, s);
 }
 
 }  // namespace gradex
