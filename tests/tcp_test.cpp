@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/errors.h"
+#include "lost_peer_check.h"
 #include "common/port_shaper.h"
 #include "common/tcp/endpoint.h"
 #include "common/tcp/frame.h"
@@ -333,35 +334,7 @@ TEST(TcpFailure, AKilledProcessEndsTheSurvivorsQuickly) {
     }
     ::_exit(0);  // no close(), no destructors: like a kill
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  std::string error_b;
-  std::thread tb([&] {
-    try {
-      b.connect(addresses);
-      int x = 0;
-      b.recv(2, &x, sizeof x, 1);
-    } catch (const PeerLostError& e) {
-      if (e.peer() == 2) error_b = e.what();
-    } catch (const std::exception& e) {
-      error_b = std::string("wrong error: ") + e.what();
-    }
-  });
-  std::string error_a;
-  try {
-    a.connect(addresses);
-    int x = 0;
-    a.recv(1, &x, sizeof x, 1);  // blocked on a survivor, not on the dead rank
-  } catch (const PeerLostError& e) {
-    error_a = e.what();
-    EXPECT_EQ(e.peer(), 2) << e.what();
-  }
-  tb.join();
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  EXPECT_NE(error_a.find("rank 2"), std::string::npos) << error_a;
-  EXPECT_NE(error_b.find("rank 2"), std::string::npos) << error_b;
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  testing::expect_survivors_name_the_lost_peer(a, b, addresses, child);
 }
 
 }  // namespace
