@@ -131,25 +131,54 @@ void TreeScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
     }
   }
 
+  // Our partial sums must have been taken before the full sums land in the
+  // same memory. The parent takes every one of them in its reduce loop,
+  // before it starts to broadcast, so waiting for all of them here costs
+  // nothing.
+  comm.wait_all(up);
   std::vector<Request> down;
   down.reserve(4 * seg.count);
-  for (std::size_t j = 0; j < seg.count; ++j) {
-    for (int t = 0; t < 2; ++t) {
+  // The root of a tree holds the full sum of its whole half: it sends every
+  // segment at once, so its sends never wait behind its receives in the
+  // other tree (with n = 2 each rank is the root of one tree and a child in
+  // the other, and sending segment by segment would make the two roots
+  // take turns instead of sending both ways at once).
+  for (int t = 0; t < 2; ++t) {
+    if (tree[t].parent >= 0) continue;
+    for (std::size_t j = 0; j < seg.count; ++j) {
       const Tensor s = seg.of(half[t], j);
       if (s.count == 0) continue;
-      if (tree[t].parent >= 0) {
-        // The parent must take our partial sum before it can have the full
-        // one, so this wait costs nothing; it hands the memory back to us
-        // before the full sum lands in it.
-        comm.wait(up[2 * j + t]);
-        Request rq = comm.irecv(tree[t].parent, s.data, s.bytes(), kDownTag[t]);
-        comm.wait(rq);
-      }
       for (int child : tree[t].children) {
         if (child >= 0) down.push_back(comm.isend(child, s.data, s.bytes(), kDownTag[t]));
       }
     }
   }
+  // Every other rank posts all its receives up front, so that a segment
+  // lands in place however early it comes, and forwards segment j of each
+  // tree as soon as it has it.
+  std::vector<Request> from_parent(2 * seg.count);
+  for (std::size_t j = 0; j < seg.count; ++j) {
+    for (int t = 0; t < 2; ++t) {
+      const Tensor s = seg.of(half[t], j);
+      if (s.count == 0 || tree[t].parent < 0) continue;
+      from_parent[2 * j + t] = comm.irecv(tree[t].parent, s.data, s.bytes(), kDownTag[t]);
+    }
+  }
+  // Only segments that go on to children are waited for in order; a leaf's
+  // are collected at the end. In a double tree of even n each rank forwards
+  // in one tree at most, so its forwarding never waits on the other tree
+  // (two ranks each waiting for the other's tree would take turns again).
+  for (std::size_t j = 0; j < seg.count; ++j) {
+    for (int t = 0; t < 2; ++t) {
+      const Tensor s = seg.of(half[t], j);
+      if (s.count == 0 || tree[t].parent < 0 || leaf[t]) continue;
+      comm.wait(from_parent[2 * j + t]);
+      for (int child : tree[t].children) {
+        if (child >= 0) down.push_back(comm.isend(child, s.data, s.bytes(), kDownTag[t]));
+      }
+    }
+  }
+  comm.wait_all(from_parent);
   comm.wait_all(down);
   finish_reduce(data, op, n);
 }
@@ -194,17 +223,34 @@ double TreeScheme::model_time(std::size_t bytes, const Topology& topology) const
     const LinkSpec& l = topology.link(a, b);
     if (message_time(l, 1e6) > message_time(slowest, 1e6)) slowest = l;
   }
-  // Bytes through the busiest port, from the declared traffic (f32 counts).
-  const std::size_t count = bytes / dtype_size(DType::f32);
-  double busiest = 0;
+  // The reduce and the broadcast follow each other, so each is paced by its
+  // own busiest port. In the reduce a rank receives its children's halves
+  // and sends its own up; the broadcast is the mirror image, so both phases
+  // take the same time. (Summing both phases' bytes per port would be too
+  // optimistic for odd n, where rank 0 receives more than it sends in the
+  // reduce and sends more in the broadcast.)
+  const BlockSplit halves{bytes, 2};
+  double phase_port = 0;
   for (int e = 0; e < n; ++e) {
-    const Traffic t = expected_traffic(e, count, DType::f32);
-    busiest = std::max({busiest, static_cast<double>(t.bytes_sent),
-                        static_cast<double>(t.bytes_received)});
+    double from_children = 0;
+    double to_parent = 0;
+    for (int which = 0; which < 2; ++which) {
+      const TreeLinks links = double_tree(n, e, which);
+      const double half = static_cast<double>(halves.size(static_cast<std::size_t>(which)));
+      from_children += links.child_count() * half;
+      if (links.parent >= 0) to_parent += half;
+    }
+    phase_port = std::max({phase_port, from_children, to_parent});
   }
+  // Each phase is a pipeline: the first segment crosses `depth` hops (each
+  // a latency and a segment's transfer), the rest stream behind it at the
+  // busiest port's pace, so the port's bytes count once and the fill adds
+  // depth latencies and depth - 1 segment transfers.
   const double segment = std::min(static_cast<double>(options().segment_bytes), bytes / 2.0);
-  const double bandwidth = slowest.unlimited() ? 0.0 : busiest / slowest.bytes_per_second;
-  return bandwidth + 2 * depth * message_time(slowest, segment);
+  const double per_byte = slowest.unlimited() ? 0.0 : 1.0 / slowest.bytes_per_second;
+  const double phase = phase_port * per_byte + depth * slowest.latency_seconds +
+                       (depth - 1) * segment * per_byte;
+  return 2 * phase;
 }
 
 }  // namespace gradex

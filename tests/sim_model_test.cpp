@@ -16,10 +16,12 @@ constexpr double kGB = 1e9;
 // How closely the simulation must reproduce each model on a topology where
 // the model's assumptions hold. Exact schemes move one message per port at
 // a time; the others are approximations the report flags as such: the
-// pipelined double tree (fair sharing between its up and down flows) and
-// co-located servers (whose pushes and replies share a NIC).
+// double tree sent as one segment (two children share a parent's port, so
+// deeper hops take longer than the pipeline fill counts; exact at n = 2
+// and 4; PipelinedTreeAtAnyWorldSize checks the pipelined case closely)
+// and co-located servers (whose pushes and replies share a NIC).
 double tolerance(const std::string& name) {
-  if (name == "tree") return 3.0;
+  if (name == "tree") return 0.25;
   if (name == "ps_colocated" || name == "dp_master") return 0.5;
   return 1e-9;
 }
@@ -57,6 +59,26 @@ INSTANTIATE_TEST_SUITE_P(Registry, ModelVsSim,
                            return std::get<0>(info.param) + "_n" +
                                   std::to_string(std::get<1>(info.param));
                          });
+
+// The pipelined double tree: many segments, so its model (each phase paced
+// by its busiest port, plus the pipeline's fill up and down the depth) must
+// hold at every world size. Within 3% for even n; odd n get 8%: there rank
+// 0 forwards in both trees and waits for them in turn, which the model does
+// not count (6% at n = 33).
+TEST(ModelVsSim, PipelinedTreeAtAnyWorldSize) {
+  for (int n : {2, 3, 4, 5, 7, 8, 16, 33}) {
+    SchemeOptions o;
+    o.workers = n;
+    o.segment_bytes = std::size_t{1} << 20;
+    auto tree = make_scheme("tree", o);
+    SimRequest req;
+    req.count = std::size_t{16} << 20;  // 64 MiB of f32: 32 segments per half
+    req.topology = Topology::grouped(n, 1, 0, {}, {450 * kGB, 5e-6});
+    const double model = tree->model_time(req.count * 4, req.topology);
+    const double sim = simulate_allreduce(*tree, req).seconds;
+    EXPECT_NEAR(sim / model, 1.0, n % 2 == 0 ? 0.03 : 0.08) << "n " << n;
+  }
+}
 
 TEST(ModelVsSim, RingAtAnyWorldSize) {
   for (int n : {3, 5, 7, 64}) {
