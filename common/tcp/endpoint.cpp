@@ -5,13 +5,15 @@
 
 #include <boost/asio.hpp>
 
-#include <condition_variable>
+#include <cerrno>
 #include <cstring>
 #include <deque>
 #include <map>
-#include <mutex>
-#include <thread>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "common/errors.h"
@@ -31,6 +33,8 @@ namespace {
 // Chunk of a receive-reduce or of a discarded payload: big enough to keep
 // the socket busy, small enough to stay in cache while it is combined.
 constexpr std::size_t kChunkBytes = std::size_t{256} << 10;
+// Bytes read from one connection before the others get their turn.
+constexpr std::size_t kReadBudget = std::size_t{4} << 20;
 
 enum class OpKind { send, recv, recv_reduce, bye };
 
@@ -45,7 +49,6 @@ struct Op final : RequestState {
   ReduceOp rop = ReduceOp::sum;
   FrameHeader::Bytes header{};  // send: owned until written
   double not_before = 0;        // shaped completion time (clock seconds)
-  // Guarded by Impl::mutex.
   bool done = false;
   std::string error;  // set with done when the match was invalid
 };
@@ -56,77 +59,96 @@ struct Unexpected {
   std::unique_ptr<std::byte[]> data;
   std::size_t bytes = 0;
   double arrival = 0;
-  bool complete = false;  // all bytes read; guarded by Impl::mutex
+  bool complete = false;  // all bytes read
   OpPtr waiting;          // a receive posted while the bytes were still coming
 };
 using UnexpectedPtr = std::shared_ptr<Unexpected>;
 
-// Everything about the connection to one peer. Fields without a note are
-// touched by the I/O thread only (or after it has been joined).
+// Where the bytes of the frame being read from a connection go.
+enum class Inbound {
+  header,      // the next frame's header
+  into_op,     // a posted receive's buffer (no copy)
+  reduce,      // chunks combined into a posted receive-reduce's destination
+  unexpected,  // a buffer of its own, until the receive is posted
+  discard,     // a payload nobody can take (its receive had the wrong size)
+  reason,      // an abort frame's text
+};
+
+// The connection to one peer.
 struct Link {
-  std::unique_ptr<tcp::Socket> socket;
-  std::deque<OpPtr> sends;
-  bool writing = false;  // a frame is partly on the wire
+  int fd = -1;
+  std::deque<OpPtr> sends;  // the front one is being written
+  std::size_t written = 0;  // bytes of the front frame (header + payload) on the wire
+  Inbound in = Inbound::header;
   FrameHeader::Bytes in_header{};
+  FrameHeader frame;          // the header of the frame being read
+  std::size_t read = 0;       // bytes of the current header or payload read
+  OpPtr op;                   // into_op, reduce
+  UnexpectedPtr early;        // unexpected
   std::vector<std::byte> scratch;
-  std::string reason;  // payload of an abort frame
-  bool said_bye = false;  // guarded by Impl::mutex
+  std::size_t scratch_fill = 0;
+  std::string reason;
+  bool said_bye = false;
+  bool eof = false;  // the peer closed after its goodbye
 };
 
 }  // namespace
 
+// All state belongs to the one thread that uses the endpoint (Comm's
+// contract): there is no I/O thread. Every wait drives every connection
+// (writes what is queued, reads what has arrived) until its operation is
+// done, as MPI's progress engine does; a send is written straight from the
+// posting call when its connection is idle. A message then costs one
+// wake-up of the receiving process, not three thread hand-offs, which is
+// what small messages (latency) are made of.
 struct TcpEndpoint::Impl {
   int rank;
   int size;
   TcpOptions options;
   std::optional<PortShaper> shaper;
 
-  asio::io_context io;
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
-  std::thread io_thread;
-  // Connection setup runs on its own io_context, destroyed afterwards
-  // together with the handlers it leaves behind (mesh.h).
+  // Connection setup only (mesh.h); destroyed once the group is connected.
   std::unique_ptr<asio::io_context> setup_io = std::make_unique<asio::io_context>();
   std::unique_ptr<ip_tcp::acceptor> acceptor;
   std::string advertised;
   std::vector<Link> links;
+  bool connected = false;
 
-  std::mutex mutex;
-  std::condition_variable cv;
   using Key = std::pair<int, Tag>;
   std::map<Key, std::deque<OpPtr>> posted;
   std::map<Key, std::deque<UnexpectedPtr>> unexpected;
   bool failed = false;
   int failed_peer = -1;
   std::string failure;
-  bool closed = false;  // close() or abort() ran its I/O part
+  bool closed = false;  // close() or abort() closed the connections
 
   Impl(int r, int n, TcpOptions o) : rank(r), size(n), options(std::move(o)) {}
 
   Link& link(int p) { return links[static_cast<std::size_t>(p)]; }
 
-  void complete(Op& op, std::string error = {}) {
-    {
-      std::lock_guard lock(mutex);
-      op.error = std::move(error);
-      op.done = true;
-    }
-    cv.notify_all();
+  static void finish(Op& op, std::string error = {}) {
+    op.error = std::move(error);
+    op.done = true;
   }
 
   // The first failure wins; later ones are consequences of it.
   void fail(int peer, const std::string& why) {
-    {
-      std::lock_guard lock(mutex);
-      if (failed) return;
-      failed = true;
-      failed_peer = peer;
-      failure = why;
-    }
-    cv.notify_all();
+    if (failed) return;
+    failed = true;
+    failed_peer = peer;
+    failure = why;
   }
 
-  // Copies (or combines) an early message into a receive; under `mutex`.
+  void lost(int p, const std::string& what) {
+    Link& l = link(p);
+    if (l.said_bye || closed) {  // an orderly close, or our own
+      l.eof = true;
+      return;
+    }
+    fail(p, detail::concat("rank ", rank, ": connection to rank ", p, " lost (", what, ")"));
+  }
+
+  // Copies (or combines) an early message into a receive.
   static void deliver(Op& op, const Unexpected& u) {
     if (op.bytes != u.bytes) {
       op.error = detail::concat("message size mismatch: rank ", op.peer, " sent ", u.bytes,
@@ -141,172 +163,225 @@ struct TcpEndpoint::Impl {
     op.done = true;
   }
 
-  // ---- I/O thread: receiving ------------------------------------------------
+  // ---- receiving ------------------------------------------------------------
 
-  void read_header(int p) {
+  // One recv() into [data, data + want); returns the bytes read, 0 when the
+  // socket has nothing now, and marks the link lost on EOF or error.
+  std::size_t receive(int p, void* data, std::size_t want, bool& stop) {
     Link& l = link(p);
-    asio::async_read(*l.socket, asio::buffer(l.in_header),
-                     [this, p](boost::system::error_code ec, std::size_t) { on_header(p, ec); });
-  }
-
-  void lost(int p, const boost::system::error_code& ec) {
-    {
-      std::lock_guard lock(mutex);
-      if (link(p).said_bye || closed) return;  // an orderly close, or our own
+    const ssize_t got = ::recv(l.fd, data, want, MSG_DONTWAIT);
+    if (got > 0) return static_cast<std::size_t>(got);
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+      stop = true;
+      return 0;
     }
-    fail(p, detail::concat("rank ", rank, ": connection to rank ", p, " lost (", ec.message(),
-                           ")"));
+    lost(p, got == 0 ? "end of stream" : std::strerror(errno));
+    stop = true;
+    return 0;
   }
 
-  void on_header(int p, const boost::system::error_code& ec) {
-    if (ec) return lost(p, ec);
-    FrameHeader h;
-    if (auto bad = FrameHeader::decode(link(p).in_header, options.max_message_bytes, h)) {
+  // The header is complete: decide where the payload goes.
+  void on_header(int p) {
+    Link& l = link(p);
+    l.read = 0;
+    FrameHeader& h = l.frame;
+    if (auto bad = FrameHeader::decode(l.in_header, options.max_message_bytes, h)) {
       return fail(p, detail::concat("rank ", rank, ": bad frame from rank ", p, ": ", *bad));
     }
     switch (h.kind) {
-      case FrameKind::bye: {
-        {
-          std::lock_guard lock(mutex);
-          link(p).said_bye = true;
-        }
-        cv.notify_all();
-        return read_header(p);  // until the peer's EOF
-      }
-      case FrameKind::abort: return read_abort(p, h);
-      case FrameKind::data: return on_data(p, h);
+      case FrameKind::bye:
+        l.said_bye = true;
+        l.in = Inbound::header;
+        return;
+      case FrameKind::abort:
+        l.reason.assign(h.length, '\0');
+        l.in = Inbound::reason;
+        if (h.length == 0) return on_payload_done(p);
+        return;
+      case FrameKind::data: break;
     }
-  }
-
-  void read_abort(int p, const FrameHeader& h) {
-    Link& l = link(p);
-    l.reason.assign(h.length, '\0');
-    asio::async_read(*l.socket, asio::buffer(l.reason),
-                     [this, p, failed_rank = static_cast<int>(h.tag)](auto ec, std::size_t) {
-                       const std::string why = ec ? "(reason lost)" : link(p).reason;
-                       fail(failed_rank, detail::concat("rank ", rank, ": rank ", failed_rank,
-                                                        " failed (reported by rank ", p,
-                                                        "): ", why));
-                     });
-  }
-
-  void on_data(int p, const FrameHeader& h) {
-    OpPtr op;
-    UnexpectedPtr early;
-    double arrival = 0;
-    {
-      std::lock_guard lock(mutex);
-      if (failed) return;  // stop reading: nobody will wait for it
-      if (shaper) arrival = shaper->ingress(p, h.length, h.egress_start);
-      auto it = posted.find({p, h.tag});
-      if (it != posted.end()) {
-        op = std::move(it->second.front());
-        it->second.pop_front();
-        if (it->second.empty()) posted.erase(it);
+    const double arrival = shaper ? shaper->ingress(p, h.length, h.egress_start) : 0;
+    auto it = posted.find({p, h.tag});
+    if (it == posted.end()) {
+      // The length was checked against max_message_bytes before this.
+      l.early = std::make_shared<Unexpected>();
+      l.early->data.reset(new std::byte[h.length]);
+      l.early->bytes = h.length;
+      l.early->arrival = arrival;
+      unexpected[{p, h.tag}].push_back(l.early);
+      l.in = Inbound::unexpected;
+    } else {
+      l.op = std::move(it->second.front());
+      it->second.pop_front();
+      if (it->second.empty()) posted.erase(it);
+      l.op->not_before = arrival;
+      if (l.op->bytes != h.length) {
+        finish(*l.op, detail::concat("message size mismatch: rank ", p, " sent ", h.length,
+                                     " bytes, the receive expected ", l.op->bytes, " (tag ",
+                                     h.tag, ")"));
+        l.op = nullptr;
+        l.in = Inbound::discard;
       } else {
-        // The length was checked against max_message_bytes before this.
-        early = std::make_shared<Unexpected>();
-        early->data.reset(new std::byte[h.length]);
-        early->bytes = h.length;
-        early->arrival = arrival;
-        unexpected[{p, h.tag}].push_back(early);
+        l.in = l.op->kind == OpKind::recv_reduce ? Inbound::reduce : Inbound::into_op;
       }
     }
-    if (early) {
-      asio::async_read(*link(p).socket, asio::buffer(early->data.get(), early->bytes),
-                       [this, p, early](auto ec, std::size_t) {
-                         if (ec) return lost(p, ec);
-                         OpPtr waiting;
-                         {
-                           std::lock_guard lock(mutex);
-                           early->complete = true;
-                           waiting = std::move(early->waiting);
-                           if (waiting) deliver(*waiting, *early);
-                         }
-                         if (waiting) cv.notify_all();
-                         read_header(p);
-                       });
-      return;
-    }
-    op->not_before = arrival;
-    if (op->bytes != h.length) {
-      complete(*op, detail::concat("message size mismatch: rank ", p, " sent ", h.length,
-                                   " bytes, the receive expected ", op->bytes, " (tag ", h.tag,
-                                   ")"));
-      return read_chunks(p, nullptr, h.length, 0);
-    }
-    if (op->kind == OpKind::recv_reduce) return read_chunks(p, op, h.length, 0);
-    asio::async_read(*link(p).socket, asio::buffer(op->dst, op->bytes),
-                     [this, p, op](auto ec, std::size_t) {
-                       if (ec) return lost(p, ec);
-                       complete(*op);
-                       read_header(p);
-                     });
+    l.scratch_fill = 0;
+    if (h.length == 0) on_payload_done(p);
   }
 
-  // Reads `total` bytes in chunks, combining each into op's destination
-  // (or dropping it when op is null), then the next header.
-  void read_chunks(int p, OpPtr op, std::size_t total, std::size_t done) {
-    if (done == total) {
-      if (op) complete(*op);
-      return read_header(p);
-    }
+  void on_payload_done(int p) {
     Link& l = link(p);
-    const std::size_t n = std::min(kChunkBytes, total - done);
-    if (l.scratch.size() < n) l.scratch.resize(kChunkBytes);
-    asio::async_read(*l.socket, asio::buffer(l.scratch.data(), n),
-                     [this, p, op, total, done, n](auto ec, std::size_t) {
-                       if (ec) return lost(p, ec);
-                       if (op) {
-                         const Tensor& d = op->reduce_dst;
-                         const std::size_t elem = dtype_size(d.dtype);
-                         reduce_into(static_cast<std::byte*>(d.data) + done,
-                                     link(p).scratch.data(), n / elem, d.dtype, op->rop);
-                       }
-                       read_chunks(p, op, total, done + n);
-                     });
+    switch (l.in) {
+      case Inbound::into_op:
+      case Inbound::reduce:
+        finish(*l.op);
+        l.op = nullptr;
+        break;
+      case Inbound::unexpected:
+        l.early->complete = true;
+        if (l.early->waiting) deliver(*l.early->waiting, *l.early);
+        l.early->waiting = nullptr;
+        l.early = nullptr;
+        break;
+      case Inbound::reason: {
+        const int failed_rank = static_cast<int>(l.frame.tag);
+        fail(failed_rank, detail::concat("rank ", rank, ": rank ", failed_rank,
+                                         " failed (reported by rank ", p, "): ", l.reason));
+        break;
+      }
+      case Inbound::discard:
+      case Inbound::header: break;
+    }
+    l.in = Inbound::header;
+    l.read = 0;
   }
 
-  // ---- I/O thread: sending --------------------------------------------------
+  // Reads what connection p has for us now, up to the read budget.
+  void read_some(int p) {
+    Link& l = link(p);
+    bool stop = false;
+    std::size_t budget = kReadBudget;
+    while (!stop && !failed && !l.eof && budget > 0) {
+      if (l.in == Inbound::header) {
+        const std::size_t n = receive(p, l.in_header.data() + l.read, l.in_header.size() - l.read, stop);
+        l.read += n;
+        if (l.read == l.in_header.size()) on_header(p);
+        continue;
+      }
+      const std::size_t length = l.frame.length;
+      const std::size_t want = std::min(length - l.read, budget);
+      std::size_t n = 0;
+      switch (l.in) {
+        case Inbound::into_op:
+          n = receive(p, static_cast<std::byte*>(l.op->dst) + l.read, want, stop);
+          break;
+        case Inbound::unexpected:
+          n = receive(p, l.early->data.get() + l.read, want, stop);
+          break;
+        case Inbound::reason:
+          n = receive(p, l.reason.data() + l.read, want, stop);
+          break;
+        case Inbound::reduce:
+        case Inbound::discard: {
+          // A chunk ends at a multiple of the element size (the frame's
+          // length is one), so every chunk combines whole elements.
+          const std::size_t chunk = std::min(kChunkBytes, length - (l.read - l.scratch_fill));
+          if (l.scratch.size() < kChunkBytes) l.scratch.resize(kChunkBytes);
+          n = receive(p, l.scratch.data() + l.scratch_fill, chunk - l.scratch_fill, stop);
+          l.scratch_fill += n;
+          if (l.scratch_fill == chunk) {
+            if (l.in == Inbound::reduce) {
+              const Tensor& d = l.op->reduce_dst;
+              const std::size_t offset = l.read + n - chunk;
+              reduce_into(static_cast<std::byte*>(d.data) + offset, l.scratch.data(),
+                          chunk / dtype_size(d.dtype), d.dtype, l.op->rop);
+            }
+            l.scratch_fill = 0;
+          }
+          break;
+        }
+        case Inbound::header: break;
+      }
+      l.read += n;
+      budget -= n;
+      if (l.read == length) on_payload_done(p);
+    }
+  }
+
+  // ---- sending --------------------------------------------------------------
+
+  // Writes queued frames to p until the socket is full or the queue empty.
+  void write_some(int p) {
+    Link& l = link(p);
+    while (!l.sends.empty() && !failed) {
+      Op& op = *l.sends.front();
+      const std::size_t h = op.header.size();
+      iovec iov[2];
+      int parts = 0;
+      if (l.written < h) {
+        iov[parts++] = {op.header.data() + l.written, h - l.written};
+        if (op.bytes > 0) iov[parts++] = {const_cast<void*>(op.src), op.bytes};
+      } else {
+        iov[parts++] = {static_cast<std::byte*>(const_cast<void*>(op.src)) + (l.written - h),
+                        op.bytes - (l.written - h)};
+      }
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = static_cast<decltype(msg.msg_iovlen)>(parts);
+      const ssize_t n = ::sendmsg(l.fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+        return lost(p, std::strerror(errno));
+      }
+      l.written += static_cast<std::size_t>(n);
+      if (l.written < h + op.bytes) continue;
+      l.written = 0;
+      finish(op);
+      l.sends.pop_front();
+    }
+  }
 
   void queue_send(const OpPtr& op) {
     Link& l = link(op->peer);
     l.sends.push_back(op);
-    if (!l.writing) write_next(op->peer);
+    // An idle connection takes the frame now, from the posting thread.
+    if (l.sends.size() == 1) write_some(op->peer);
   }
 
-  void write_next(int p) {
-    Link& l = link(p);
-    if (l.sends.empty()) {
-      l.writing = false;
-      return;
+  // ---- progress -------------------------------------------------------------
+
+  // Waits (at most until `until`, in clock seconds) for any connection to be
+  // readable, or writable where frames are queued, and serves them.
+  void progress(double until) {
+    std::vector<pollfd> fds;
+    std::vector<int> peers;
+    fds.reserve(links.size());
+    for (int p = 0; p < size; ++p) {
+      Link& l = link(p);
+      if (l.fd < 0 || l.eof) continue;
+      short events = POLLIN;
+      if (!l.sends.empty()) events |= POLLOUT;
+      fds.push_back({l.fd, events, 0});
+      peers.push_back(p);
     }
-    l.writing = true;
-    const OpPtr& op = l.sends.front();
-    const std::array<asio::const_buffer, 2> frame{asio::buffer(op->header),
-                                                  asio::buffer(op->src, op->bytes)};
-    asio::async_write(*l.socket, frame, [this, p](auto ec, std::size_t) {
-      if (ec) return lost(p, ec);  // `writing` stays set: the frame is torn
-      Link& ln = link(p);
-      OpPtr sent = std::move(ln.sends.front());
-      ln.sends.pop_front();
-      complete(*sent);
-      write_next(p);
-    });
-  }
-
-  // ---- any thread -----------------------------------------------------------
-
-  void stop_io() {
-    work.reset();
-    io.stop();
-    if (io_thread.joinable() && io_thread.get_id() != std::this_thread::get_id()) {
-      io_thread.join();
+    const double left = std::max(0.0, until - wall_clock().now());
+    timespec ts{};
+    ts.tv_sec = static_cast<time_t>(left);
+    ts.tv_nsec = static_cast<long>((left - static_cast<double>(ts.tv_sec)) * 1e9);
+    const int ready = ::ppoll(fds.data(), fds.size(), &ts, nullptr);
+    if (ready <= 0) return;  // timed out, or a signal: the caller checks its deadline
+    for (std::size_t i = 0; i < fds.size() && !failed; ++i) {
+      if (fds[i].revents == 0) continue;
+      const int p = peers[i];
+      if (fds[i].revents & POLLOUT) write_some(p);
+      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) read_some(p);
     }
   }
 
-  // Best effort, after the I/O thread stopped: a short abort frame on every
-  // link whose stream is at a frame boundary. Never blocks.
+  // ---- ending ---------------------------------------------------------------
+
+  // Best effort: a short abort frame on every link whose stream is at a
+  // frame boundary. Never blocks.
   void notify_peers(int failed_rank, const std::string& why) {
     const std::string reason = why.substr(0, tcp::kMaxReasonBytes);
     FrameHeader h;
@@ -316,32 +391,23 @@ struct TcpEndpoint::Impl {
     const auto header = h.encode();
     for (int p = 0; p < size; ++p) {
       Link& l = link(p);
-      if (!l.socket || l.writing || p == failed_rank) continue;
-      boost::system::error_code ec;
-      l.socket->non_blocking(true, ec);
-      const std::array<asio::const_buffer, 2> frame{asio::buffer(header), asio::buffer(reason)};
-      l.socket->send(frame, 0, ec);
+      if (l.fd < 0 || l.written > 0 || p == failed_rank) continue;
+      iovec iov[2] = {{const_cast<std::byte*>(header.data()), header.size()},
+                      {const_cast<char*>(reason.data()), reason.size()}};
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = 2;
+      (void)::sendmsg(l.fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
     }
   }
 
   void close_sockets() {
     for (Link& l : links) {
-      if (!l.socket) continue;
-      boost::system::error_code ec;
-      l.socket->shutdown(ip_tcp::socket::shutdown_both, ec);
-      l.socket->close(ec);
+      if (l.fd < 0) continue;
+      ::shutdown(l.fd, SHUT_RDWR);
+      ::close(l.fd);
+      l.fd = -1;
     }
-  }
-
-  [[noreturn]] void throw_failed(const std::string& context) {
-    int who;
-    std::string why;
-    {
-      std::lock_guard lock(mutex);
-      who = failed_peer;
-      why = failure;
-    }
-    throw PeerLostError(who, why + context);
   }
 };
 
@@ -383,7 +449,6 @@ TcpEndpoint::~TcpEndpoint() {
 
 void TcpEndpoint::set_shaping(const std::optional<Topology>& topology) {
   Impl& m = *impl_;
-  std::lock_guard lock(m.mutex);
   m.shaper.reset();
   if (topology && topology->shaped()) {
     GRADEX_ENFORCE_EQ(topology->endpoints(), m.size, "shaping topology size");
@@ -407,74 +472,53 @@ void TcpEndpoint::connect(const std::vector<std::string>& addresses) {
   req.token = m.options.token;
   req.deadline = std::chrono::steady_clock::now() + m.options.timeout;
   auto sockets = tcp::build_mesh(*m.setup_io, *m.acceptor, req);
-  // Move every connection to the data io_context, then drop the setup one
-  // with whatever handlers it still holds.
+  // Keep each connection as a plain non-blocking descriptor, then drop the
+  // setup io_context with whatever handlers it still holds.
   for (int p = 0; p < m.size; ++p) {
     auto& s = sockets[static_cast<std::size_t>(p)];
     if (!s) continue;
     const int fd = ::dup(s->native_handle());
-    GRADEX_ENFORCE(fd >= 0, "dup failed");
-    auto moved = std::make_unique<tcp::Socket>(m.io);
-    moved->assign(s->local_endpoint().protocol(), fd);
-    m.link(p).socket = std::move(moved);
+    GRADEX_ENFORCE(fd >= 0, "dup failed: ", std::strerror(errno));
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    m.link(p).fd = fd;
   }
   sockets.clear();
   m.acceptor.reset();
   m.setup_io.reset();
-  for (int p = 0; p < m.size; ++p) {
-    if (m.link(p).socket) m.read_header(p);
-  }
-  m.work.emplace(m.io.get_executor());
-  m.io_thread = std::thread([&m] {
-    // Handlers do not throw (errors become failures), but a bad_alloc for
-    // an early message might: end the endpoint instead of the process.
-    try {
-      m.io.run();
-    } catch (const std::exception& e) {
-      m.fail(m.rank, detail::concat("rank ", m.rank, ": I/O thread failed: ", e.what()));
-    }
-  });
+  m.connected = true;
 }
 
 void TcpEndpoint::close() {
   Impl& m = *impl_;
-  int failed_rank = -1;
-  std::string failure;
-  {
-    std::lock_guard lock(m.mutex);
-    if (m.closed) return;
-    if (!m.io_thread.joinable()) {  // never connected: nothing to say
-      m.closed = true;
-      return;
-    }
-    if (m.failed) {
-      failed_rank = m.failed_peer;
-      failure = m.failure;
-    }
+  if (m.closed) return;
+  if (!m.connected) {  // never connected: nothing to say
+    m.closed = true;
+    return;
   }
-  if (failed_rank >= 0) return abort(failed_rank, failure);
+  if (m.failed) return abort(m.failed_peer, m.failure);
   for (int p = 0; p < m.size; ++p) {
-    if (!m.link(p).socket) continue;
+    if (m.link(p).fd < 0) continue;
     auto bye = std::make_shared<Op>();
     bye->kind = OpKind::bye;
     bye->peer = p;
     FrameHeader h;
     h.kind = FrameKind::bye;
     bye->header = h.encode();
-    asio::post(m.io, [&m, bye] { m.queue_send(bye); });
+    m.queue_send(bye);
   }
-  {
-    std::unique_lock lock(m.mutex);
-    m.cv.wait_until(lock, std::chrono::steady_clock::now() + m.options.timeout, [&] {
-      if (m.failed) return true;
-      for (int p = 0; p < m.size; ++p) {
-        if (m.link(p).socket && !m.link(p).said_bye) return false;
-      }
-      return true;
-    });
-    m.closed = true;
-  }
-  m.stop_io();
+  // Until every goodbye is written and every peer's has been read (or the
+  // timeout): a peer still sending to us must not see us vanish.
+  const double deadline = wall_clock().now() + std::chrono::duration<double>(m.options.timeout).count();
+  auto finished = [&] {
+    if (m.failed) return true;
+    for (int p = 0; p < m.size; ++p) {
+      const Link& l = m.link(p);
+      if (l.fd >= 0 && (!l.said_bye || !l.sends.empty())) return false;
+    }
+    return true;
+  };
+  while (!finished() && wall_clock().now() < deadline) m.progress(deadline);
+  m.closed = true;
   m.close_sockets();
 }
 
@@ -482,12 +526,8 @@ void TcpEndpoint::abort(int failed_rank, const std::string& why) noexcept {
   Impl& m = *impl_;
   try {
     m.fail(failed_rank, why);
-    {
-      std::lock_guard lock(m.mutex);
-      if (m.closed) return;
-      m.closed = true;
-    }
-    m.stop_io();
+    if (m.closed) return;
+    m.closed = true;
     m.notify_peers(failed_rank, why);
     m.close_sockets();
   } catch (...) {
@@ -506,7 +546,6 @@ std::shared_ptr<RequestState> TcpEndpoint::start_send(int peer, const void* data
   op->bytes = bytes;
   if (peer == m.rank) {
     // A message to oneself is a local copy: match it here.
-    std::lock_guard lock(m.mutex);
     auto u = std::make_shared<Unexpected>();
     u->data.reset(new std::byte[bytes]);
     if (bytes > 0) std::memcpy(u->data.get(), data, bytes);
@@ -518,33 +557,29 @@ std::shared_ptr<RequestState> TcpEndpoint::start_send(int peer, const void* data
       it->second.pop_front();
       if (it->second.empty()) m.posted.erase(it);
       Impl::deliver(*r, *u);
-      m.cv.notify_all();
     } else {
       m.unexpected[{peer, tag}].push_back(std::move(u));
     }
     op->done = true;
     return op;
   }
+  GRADEX_ENFORCE(m.connected, "send before connect()");
   FrameHeader h;
   h.tag = tag;
   h.length = bytes;
-  {
-    std::lock_guard lock(m.mutex);
-    if (m.shaper) {
-      const auto e = m.shaper->egress(peer, bytes, clock().now());
-      h.egress_start = e.start;
-      op->not_before = e.done;
-    }
+  if (m.shaper) {
+    const auto e = m.shaper->egress(peer, bytes, clock().now());
+    h.egress_start = e.start;
+    op->not_before = e.done;
   }
   op->header = h.encode();
-  GRADEX_ENFORCE(m.io_thread.joinable(), "send before connect()");
-  asio::post(m.io, [&m, op] { m.queue_send(op); });
+  // After a failure nothing more goes out; the wait reports the failure.
+  if (!m.failed && !m.closed) m.queue_send(op);
   return op;
 }
 
 namespace {
 void post_recv(TcpEndpoint::Impl& m, const OpPtr& op) {
-  std::lock_guard lock(m.mutex);
   auto it = m.unexpected.find({op->peer, op->tag});
   if (it != m.unexpected.end()) {
     UnexpectedPtr u = std::move(it->second.front());
@@ -589,19 +624,24 @@ std::shared_ptr<RequestState> TcpEndpoint::start_recv_reduce(int peer, Tensor ds
 void TcpEndpoint::wait_state(RequestState& state) {
   Impl& m = *impl_;
   auto& op = static_cast<Op&>(state);
-  const auto deadline = std::chrono::steady_clock::now() + m.options.timeout;
-  std::unique_lock lock(m.mutex);
-  m.cv.wait_until(lock, deadline, [&] { return op.done || m.failed; });
+  const double deadline =
+      wall_clock().now() + std::chrono::duration<double>(m.options.timeout).count();
+  while (!op.done && !m.failed && !m.closed && wall_clock().now() < deadline) {
+    m.progress(deadline);
+  }
   if (op.done) {
-    lock.unlock();
     if (!op.error.empty()) throw InvariantError(detail::concat("rank ", m.rank, ": ", op.error));
-    if (op.not_before > 0) clock().sleep_until(op.not_before);
+    // Shaped: the message is not through the modelled NIC yet. Keep the
+    // connections moving meanwhile, so the peers' frames are not held up.
+    while (!m.failed && !m.closed && wall_clock().now() < op.not_before) {
+      m.progress(op.not_before);
+    }
     return;
   }
-  if (m.failed) {
-    const int who = m.failed_peer;
-    const std::string why = m.failure;
-    lock.unlock();
+  if (m.failed || m.closed) {
+    const int who = m.failed ? m.failed_peer : m.rank;
+    const std::string why =
+        m.failed ? m.failure : detail::concat("rank ", m.rank, ": endpoint already closed");
     // Pass the news on: a peer blocked on this rank learns the root cause
     // now instead of seeing this rank vanish.
     abort(who, why);
@@ -611,7 +651,6 @@ void TcpEndpoint::wait_state(RequestState& state) {
       "rank ", m.rank, ": timed out after ", m.options.timeout.count(), " ms waiting to ",
       op.kind == OpKind::send ? "send to" : "receive from", " rank ", op.peer, " (tag ", op.tag,
       ", ", op.bytes, " bytes)");
-  lock.unlock();
   abort(m.rank, what);
   throw TimeoutError(what);
 }

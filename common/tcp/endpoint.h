@@ -1,15 +1,19 @@
-// The TCP transport (Boost.Asio): one endpoint of a group, one connection
-// per peer pair, length-prefixed frames (frame.h), and an I/O thread per
-// endpoint so that sends and receives to every peer progress together while
-// the rank computes.
+// The TCP transport: one endpoint of a group, one connection per peer pair
+// (set up with Boost.Asio, mesh.h), length-prefixed frames (frame.h).
 //
-// Unlike the in-process transport, sends are eager: a send completes once
-// its bytes are handed to the kernel, whether or not the receive is posted.
-// A message that arrives before its receive lands in a buffer of its own and
-// is copied when the receive is posted; one whose receive is already posted
-// is read straight into the receive buffer (no copy), and a receive-reduce
-// reads in cache-sized chunks that are combined into the destination as
-// they arrive.
+// There is no I/O thread: the thread that uses the endpoint drives every
+// connection whenever it waits (writing what is queued to any peer and
+// reading whatever has arrived from any peer), and a send goes out from the
+// posting call when its connection is idle. Sends and receives to all peers
+// thus progress together during every wait, as in MPI, and a message costs
+// one wake-up of the receiving process.
+//
+// Sends are eager: a send completes once its bytes are handed to the
+// kernel, whether or not the receive is posted. A message that arrives
+// before its receive lands in a buffer of its own and is copied when the
+// receive is posted; one whose receive is already posted is read straight
+// into the receive buffer (no copy), and a receive-reduce reads in
+// cache-sized chunks that are combined into the destination as they arrive.
 //
 // Failures end the whole endpoint, as in MPI: a peer whose connection drops
 // without a goodbye, a malformed frame, or an abort notice from a peer makes
@@ -42,7 +46,7 @@ class TcpEndpoint final : public GroupEndpoint {
   // "host:port" where the peers reach this endpoint.
   std::string address() const;
   // Connects the group (`addresses[r]` is rank r's address()) within the
-  // timeout, then starts the I/O thread.
+  // timeout.
   void connect(const std::vector<std::string>& addresses);
   // Orderly end: says goodbye to every peer and waits (within the timeout)
   // for theirs, so no peer mistakes the close for a failure.
