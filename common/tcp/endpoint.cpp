@@ -35,6 +35,10 @@ namespace {
 constexpr std::size_t kChunkBytes = std::size_t{256} << 10;
 // Bytes read from one connection before the others get their turn.
 constexpr std::size_t kReadBudget = std::size_t{4} << 20;
+// Small frames are read whole into a staging buffer, header and payload in
+// one recv() (several frames when they are queued); payloads longer than
+// this are read straight into their destination.
+constexpr std::size_t kStageBytes = std::size_t{8} << 10;
 
 enum class OpKind { send, recv, recv_reduce, bye };
 
@@ -88,6 +92,8 @@ struct Link {
   std::vector<std::byte> scratch;
   std::size_t scratch_fill = 0;
   std::string reason;
+  std::vector<std::byte> stage;  // bytes received ahead of where they go
+  std::size_t stage_begin = 0, stage_end = 0;
   bool said_bye = false;
   bool eof = false;  // the peer closed after its goodbye
 };
@@ -180,6 +186,29 @@ struct TcpEndpoint::Impl {
     return 0;
   }
 
+  // Up to `want` bytes for [data, data + want): first from the staging
+  // buffer, then from the socket (straight into `data` when the rest is
+  // long, else through the staging buffer). `settled`: a receive completed
+  // in this round, so an empty staging buffer ends it instead of a recv()
+  // that would most likely find nothing (ppoll tells when more arrives).
+  std::size_t take(int p, void* data, std::size_t want, bool settled, bool& stop) {
+    Link& l = link(p);
+    if (l.stage_begin == l.stage_end && settled) {
+      stop = true;
+      return 0;
+    }
+    if (l.stage_begin == l.stage_end) {
+      if (want >= kStageBytes) return receive(p, data, want, stop);
+      l.stage.resize(kStageBytes);
+      l.stage_begin = 0;
+      l.stage_end = receive(p, l.stage.data(), l.stage.size(), stop);
+    }
+    const std::size_t n = std::min(want, l.stage_end - l.stage_begin);
+    if (n > 0) std::memcpy(data, l.stage.data() + l.stage_begin, n);
+    l.stage_begin += n;
+    return n;
+  }
+
   // The header is complete: decide where the payload goes.
   void on_header(int p) {
     Link& l = link(p);
@@ -196,7 +225,7 @@ struct TcpEndpoint::Impl {
       case FrameKind::abort:
         l.reason.assign(h.length, '\0');
         l.in = Inbound::reason;
-        if (h.length == 0) return on_payload_done(p);
+        if (h.length == 0) on_payload_done(p);
         return;
       case FrameKind::data: break;
     }
@@ -229,8 +258,10 @@ struct TcpEndpoint::Impl {
     if (h.length == 0) on_payload_done(p);
   }
 
-  void on_payload_done(int p) {
+  // Returns true when a posted receive completed.
+  bool on_payload_done(int p) {
     Link& l = link(p);
+    const bool posted_done = l.in == Inbound::into_op || l.in == Inbound::reduce;
     switch (l.in) {
       case Inbound::into_op:
       case Inbound::reduce:
@@ -254,18 +285,25 @@ struct TcpEndpoint::Impl {
     }
     l.in = Inbound::header;
     l.read = 0;
+    return posted_done;
   }
 
   // Reads what connection p has for us now, up to the read budget.
   void read_some(int p) {
     Link& l = link(p);
     bool stop = false;
+    bool settled = false;
     std::size_t budget = kReadBudget;
     while (!stop && !failed && !l.eof && budget > 0) {
       if (l.in == Inbound::header) {
-        const std::size_t n = receive(p, l.in_header.data() + l.read, l.in_header.size() - l.read, stop);
+        const std::size_t n =
+            take(p, l.in_header.data() + l.read, l.in_header.size() - l.read, settled, stop);
         l.read += n;
-        if (l.read == l.in_header.size()) on_header(p);
+        if (l.read == l.in_header.size()) {
+          on_header(p);
+          // A zero-length payload completes with its header.
+          if (l.frame.kind == FrameKind::data && l.frame.length == 0) settled = true;
+        }
         continue;
       }
       const std::size_t length = l.frame.length;
@@ -273,13 +311,13 @@ struct TcpEndpoint::Impl {
       std::size_t n = 0;
       switch (l.in) {
         case Inbound::into_op:
-          n = receive(p, static_cast<std::byte*>(l.op->dst) + l.read, want, stop);
+          n = take(p, static_cast<std::byte*>(l.op->dst) + l.read, want, settled, stop);
           break;
         case Inbound::unexpected:
-          n = receive(p, l.early->data.get() + l.read, want, stop);
+          n = take(p, l.early->data.get() + l.read, want, settled, stop);
           break;
         case Inbound::reason:
-          n = receive(p, l.reason.data() + l.read, want, stop);
+          n = take(p, l.reason.data() + l.read, want, settled, stop);
           break;
         case Inbound::reduce:
         case Inbound::discard: {
@@ -287,7 +325,7 @@ struct TcpEndpoint::Impl {
           // length is one), so every chunk combines whole elements.
           const std::size_t chunk = std::min(kChunkBytes, length - (l.read - l.scratch_fill));
           if (l.scratch.size() < kChunkBytes) l.scratch.resize(kChunkBytes);
-          n = receive(p, l.scratch.data() + l.scratch_fill, chunk - l.scratch_fill, stop);
+          n = take(p, l.scratch.data() + l.scratch_fill, chunk - l.scratch_fill, settled, stop);
           l.scratch_fill += n;
           if (l.scratch_fill == chunk) {
             if (l.in == Inbound::reduce) {
@@ -304,7 +342,7 @@ struct TcpEndpoint::Impl {
       }
       l.read += n;
       budget -= n;
-      if (l.read == length) on_payload_done(p);
+      if (l.read == length && on_payload_done(p)) settled = true;
     }
   }
 
