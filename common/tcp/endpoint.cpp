@@ -551,7 +551,8 @@ void TcpEndpoint::close() {
     if (m.failed) return true;
     for (int p = 0; p < m.size; ++p) {
       const Link& l = m.link(p);
-      if (l.fd >= 0 && (!l.said_bye || !l.sends.empty())) return false;
+      // A peer that already closed its end reads nothing more from us.
+      if (l.fd >= 0 && !l.eof && (!l.said_bye || !l.sends.empty())) return false;
     }
     return true;
   };
