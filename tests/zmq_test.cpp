@@ -84,12 +84,6 @@ SchemeOptions options_for(int n) {
 class ZmqSchemes : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
 
 TEST_P(ZmqSchemes, MatchReferenceAndDeclaredTraffic) {
-#if defined(__SANITIZE_THREAD__)
-  // Known open issue: under ThreadSanitizer (libzmq uninstrumented) these
-  // runs slow to seconds per group and halving_doubling at n=2,3 times out;
-  // release and ASan runs pass. Tracked in the issue note, not hidden.
-  GTEST_SKIP() << "zmq scheme matrix is not yet reliable under TSan";
-#endif
   const auto& [name, n] = GetParam();
   auto scheme = make_scheme(name, options_for(n));
   for (std::size_t count : {std::size_t{0}, std::size_t(n) * 37 + 3, std::size_t{200'003}}) {
