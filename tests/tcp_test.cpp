@@ -38,6 +38,39 @@ TcpOptions quick(std::chrono::milliseconds timeout = 20'000ms) {
 
 // ---- matching -----------------------------------------------------------------
 
+// A long message followed by a short one: however the long one's tail and
+// the short one come off the socket together, the short one must arrive
+// (bytes read ahead of where they go must never be left unread while the
+// receiver waits for the socket).
+TEST(Tcp, ShortMessagesAfterLongOnesNeverStall) {
+  run_endpoint_ranks("tcp", 2, quick(10'000ms), [](Comm& c) {
+    constexpr int kRounds = 24;
+    for (int i = 0; i < kRounds; ++i) {
+      // Around the 4 MiB a round of reading takes from one connection.
+      const std::size_t bytes = (std::size_t{4} << 20) - 12'000 + std::size_t(i) * 1'000;
+      std::vector<std::byte> long_one(bytes, std::byte(i));
+      int short_one = i;
+      if (c.rank() == 0) {
+        std::vector<Request> rs;
+        rs.push_back(c.isend(1, long_one.data(), bytes, 1));
+        rs.push_back(c.isend(1, &short_one, sizeof short_one, 2));
+        c.wait_all(rs);
+        c.recv(1, &short_one, sizeof short_one, 3);  // in step: one round at a time
+      } else {
+        // Late, so that the socket holds megabytes when reading starts.
+        std::this_thread::sleep_for(20ms);
+        Request r = c.irecv(0, long_one.data(), bytes, 1);
+        c.recv(0, &short_one, sizeof short_one, 2);
+        c.wait(r);
+        EXPECT_EQ(short_one, i);
+        EXPECT_EQ(long_one[bytes - 1], std::byte(i));
+        c.send(0, &short_one, sizeof short_one, 3);
+      }
+    }
+  });
+}
+
+
 TEST(Tcp, SameTagArrivesInOrderAndTagsSeparateStreams) {
   run_endpoint_ranks("tcp", 2, quick(), [](Comm& c) {
     if (c.rank() == 0) {

@@ -187,26 +187,42 @@ struct TcpEndpoint::Impl {
   }
 
   // Up to `want` bytes for [data, data + want): first from the staging
-  // buffer, then from the socket (straight into `data` when the rest is
-  // long, else through the staging buffer). `settled`: a receive completed
-  // in this round, so an empty staging buffer ends it instead of a recv()
-  // that would most likely find nothing (ppoll tells when more arrives).
-  std::size_t take(int p, void* data, std::size_t want, bool settled, bool& stop) {
+  // buffer, then, while `budget` lasts, from the socket (straight into
+  // `data` when the rest is long, else through the staging buffer). Bytes
+  // already staged are always handed out: ppoll cannot see them, so none
+  // may be left behind when a round of reading ends. `settled`: a receive
+  // completed in this round, so an empty staging buffer ends it instead of
+  // a recv() that would most likely find nothing (ppoll tells when more
+  // arrives).
+  std::size_t take(int p, void* data, std::size_t want, std::size_t& budget, bool settled,
+                   bool& stop) {
     Link& l = link(p);
-    if (l.stage_begin == l.stage_end && settled) {
-      stop = true;
-      return 0;
-    }
     if (l.stage_begin == l.stage_end) {
-      if (want >= kStageBytes) return receive(p, data, want, stop);
+      if (settled || budget == 0) {
+        stop = true;
+        return 0;
+      }
+      want = std::min(want, budget);
+      std::size_t got;
+      if (want >= kStageBytes) {
+        got = receive(p, data, want, stop);
+        budget -= got;
+        return got;
+      }
       l.stage.resize(kStageBytes);
       l.stage_begin = 0;
       l.stage_end = receive(p, l.stage.data(), l.stage.size(), stop);
+      budget -= std::min(budget, l.stage_end);
     }
     const std::size_t n = std::min(want, l.stage_end - l.stage_begin);
     if (n > 0) std::memcpy(data, l.stage.data() + l.stage_begin, n);
     l.stage_begin += n;
     return n;
+  }
+
+  bool staged(int p) {
+    const Link& l = link(p);
+    return l.stage_begin < l.stage_end;
   }
 
   // The header is complete: decide where the payload goes.
@@ -288,16 +304,17 @@ struct TcpEndpoint::Impl {
     return posted_done;
   }
 
-  // Reads what connection p has for us now, up to the read budget.
+  // Reads what connection p has for us now: everything staged, and from
+  // the socket up to the read budget.
   void read_some(int p) {
     Link& l = link(p);
     bool stop = false;
     bool settled = false;
     std::size_t budget = kReadBudget;
-    while (!stop && !failed && !l.eof && budget > 0) {
+    while (!stop && !failed && !l.eof) {
       if (l.in == Inbound::header) {
-        const std::size_t n =
-            take(p, l.in_header.data() + l.read, l.in_header.size() - l.read, settled, stop);
+        const std::size_t n = take(p, l.in_header.data() + l.read, l.in_header.size() - l.read,
+                                   budget, settled, stop);
         l.read += n;
         if (l.read == l.in_header.size()) {
           on_header(p);
@@ -307,17 +324,17 @@ struct TcpEndpoint::Impl {
         continue;
       }
       const std::size_t length = l.frame.length;
-      const std::size_t want = std::min(length - l.read, budget);
+      const std::size_t want = length - l.read;
       std::size_t n = 0;
       switch (l.in) {
         case Inbound::into_op:
-          n = take(p, static_cast<std::byte*>(l.op->dst) + l.read, want, settled, stop);
+          n = take(p, static_cast<std::byte*>(l.op->dst) + l.read, want, budget, settled, stop);
           break;
         case Inbound::unexpected:
-          n = take(p, l.early->data.get() + l.read, want, settled, stop);
+          n = take(p, l.early->data.get() + l.read, want, budget, settled, stop);
           break;
         case Inbound::reason:
-          n = take(p, l.reason.data() + l.read, want, settled, stop);
+          n = take(p, l.reason.data() + l.read, want, budget, settled, stop);
           break;
         case Inbound::reduce:
         case Inbound::discard: {
@@ -325,7 +342,8 @@ struct TcpEndpoint::Impl {
           // length is one), so every chunk combines whole elements.
           const std::size_t chunk = std::min(kChunkBytes, length - (l.read - l.scratch_fill));
           if (l.scratch.size() < kChunkBytes) l.scratch.resize(kChunkBytes);
-          n = take(p, l.scratch.data() + l.scratch_fill, chunk - l.scratch_fill, settled, stop);
+          n = take(p, l.scratch.data() + l.scratch_fill, chunk - l.scratch_fill, budget, settled,
+                   stop);
           l.scratch_fill += n;
           if (l.scratch_fill == chunk) {
             if (l.in == Inbound::reduce) {
@@ -341,7 +359,6 @@ struct TcpEndpoint::Impl {
         case Inbound::header: break;
       }
       l.read += n;
-      budget -= n;
       if (l.read == length && on_payload_done(p)) settled = true;
     }
   }
