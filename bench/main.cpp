@@ -6,11 +6,16 @@
 #include <map>
 #include <string>
 
+#include <unistd.h>
+
 namespace {
 
 // Console output as usual, plus the figures the ratio needs.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
+  // Colours only on a terminal: saved output stays plain text.
+  RatioReporter() : ConsoleReporter(isatty(STDOUT_FILENO) ? OO_ColorTabular : OO_Tabular) {}
+
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& run : runs) {
       const std::string name = run.benchmark_name();
