@@ -16,12 +16,6 @@ namespace {
 using testing::free_port;
 using testing::kGradex;
 
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kThreadSanitizer = true;
-#else
-constexpr bool kThreadSanitizer = false;
-#endif
-
 TEST(MpiPlan, AllLeavesTheBaselinesOutOfAnMpiJob) {
   const RunPlan plan = plan_runs(parse_scenario(
       nlohmann::json::parse(R"({"name": "a", "workers": 2, "sizes": [64], "schemes": "all"})")));
@@ -58,8 +52,6 @@ class Mpirun : public testing::ProcessTest {
   void SetUp() override {
     if (!mpi_built()) GTEST_SKIP() << "built without MPI";
     if (std::system("command -v mpirun > /dev/null") != 0) GTEST_SKIP() << "no mpirun";
-    // Open MPI's own threads are not instrumented: TSan would report them.
-    if (kThreadSanitizer) GTEST_SKIP() << "Open MPI under ThreadSanitizer";
     ProcessTest::SetUp();
   }
   // mpirun over loopback TCP, as root if need be; Open MPI's allocations
