@@ -84,8 +84,10 @@ TreeLinks double_tree(int n, int rank, int which) {
 //              it (wait), then child 1's (wait): never two receives into
 //              the same memory at once; then send it to the parent. The
 //              root then holds the full sum of every segment.
-//   broadcast: segment j of half t: receive the full sum from the parent,
-//              send it on to the children.
+//   broadcast: the root of tree t sends every segment of half t to its
+//              children at once; any other rank receives segment j of half
+//              t from its parent (all receives posted up front) and sends
+//              it on to its children.
 //
 // Sends are not waited for until the memory is needed again, so a rank
 // moves on to the next segment while its parent takes this one: segments

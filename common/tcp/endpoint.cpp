@@ -220,11 +220,6 @@ struct TcpEndpoint::Impl {
     return n;
   }
 
-  bool staged(int p) {
-    const Link& l = link(p);
-    return l.stage_begin < l.stage_end;
-  }
-
   // The header is complete: decide where the payload goes.
   void on_header(int p) {
     Link& l = link(p);
