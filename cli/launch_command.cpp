@@ -103,6 +103,7 @@ int run_participant(const LaunchEnv& env, const LaunchFlags& f, const RunPlan& p
   if (sc.training) job.emplace(*sc.training, workload_pointer());
   EndpointOptions options;
   options.timeout = sc.timeout;
+  options.spin = sc.spin;
   options.token = env.token;
   options.bind_host = env.bind_host;
   options.advertise_host = env.advertise;

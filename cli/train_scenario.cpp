@@ -85,7 +85,7 @@ int run_train_plan(const RunPlan& plan, const TrainJob& job, std::ostream& out) 
   for (std::size_t i = 0; i < plan.runs.size(); ++i) {
     const PlannedRun& run = plan.runs[i];
     print_train_run_header(out, run);
-    RankTransport transport{sc.transport, sc.timeout, std::nullopt};
+    RankTransport transport{sc.transport, sc.timeout, std::nullopt, sc.spin};
     if (sc.network.shaped) {
       transport.shaping = scenario_topology(sc, run.workers, run.instance->endpoints());
     }

@@ -19,6 +19,9 @@ namespace gradex {
 
 struct EndpointOptions {
   std::chrono::milliseconds timeout{30'000};
+  // How long a wait polls its connections (yielding the core between polls)
+  // before it sleeps; 0 sleeps at once. Taken by the tcp transport.
+  std::chrono::microseconds spin{100};
   // Shared secret a connecting peer must present (GRADEX_TOKEN).
   std::string token;
   // Where to listen; loopback unless a multi-host run asks otherwise.

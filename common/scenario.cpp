@@ -194,6 +194,7 @@ Scenario parse_scenario(const nlohmann::json& document) {
     if (s.segment_bytes == 0) throw ConfigError("/segment_bytes", "must be at least 1 byte");
   }
   s.timeout = std::chrono::milliseconds(root.integer("timeout_ms", 30'000, 1, 3'600'000));
+  s.spin = std::chrono::microseconds(root.integer("spin_us", 100, 0, 1'000'000));
 
   JsonReader ps = root.object("ps");
   s.ps_servers = static_cast<int>(ps.integer("servers", 1, 1, kMaxInprocRanks));

@@ -42,6 +42,8 @@ struct Scenario {
   int iters = 5;
   std::size_t segment_bytes = std::size_t{1} << 20;
   std::chrono::milliseconds timeout{30'000};
+  // Process transports (tcp): how long a wait polls before it sleeps.
+  std::chrono::microseconds spin{100};
   int ps_servers = 1;
   ServerPlacement ps_placement = ServerPlacement::dedicated;
   std::string inter_algorithm = "ring";

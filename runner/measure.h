@@ -3,6 +3,7 @@
 // each endpoint really moved.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <vector>
 
@@ -19,6 +20,9 @@ struct MeasureRequest {
   int warmup_iters = 1;
   int iters = 5;
   InprocOptions transport;
+  // Process transports run on threads (tcp, zmq): how long a wait polls
+  // before it sleeps (EndpointOptions::spin).
+  std::chrono::microseconds endpoint_spin{100};
 };
 
 struct Measurement {

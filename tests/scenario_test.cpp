@@ -39,6 +39,10 @@ TEST(Scenario, DefaultsAndSweeps) {
   EXPECT_DOUBLE_EQ(s.network.inter_node.latency_seconds, 5e-6);
   EXPECT_TRUE(s.network.intra_node.unlimited());
   EXPECT_EQ(s.dtype, DType::f32);
+  EXPECT_EQ(s.spin, std::chrono::microseconds(100));
+  EXPECT_EQ(parse_scenario(nlohmann::json::parse(R"({"name": "t", "sizes": [1], "spin_us": 0})"))
+                .spin,
+            std::chrono::microseconds(0));
 }
 
 struct Malformed {
@@ -85,6 +89,7 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"net_missing_bw", R"({"name": "x", "sizes": [1], "network": {"inter_node": {"latency": "1us"}}})", "/network/inter_node/bandwidth"},
         Malformed{"net_latency", R"({"name": "x", "sizes": [1], "network": {"inter_node": {"bandwidth": 1e9, "latency": -1}}})", "/network/inter_node/latency"},
         Malformed{"net_key", R"({"name": "x", "sizes": [1], "network": {"inter_node": {"bandwidth": 1e9, "jitter": 1}}})", "/network/inter_node/jitter"},
+        Malformed{"spin", R"({"name": "x", "sizes": [1], "spin_us": -5})", "/spin_us"},
         Malformed{"segment", R"({"name": "x", "sizes": [1], "segment_bytes": 0})", "/segment_bytes"},
         Malformed{"timeout", R"({"name": "x", "sizes": [1], "timeout_ms": 0})", "/timeout_ms"},
         Malformed{"too_many_real", R"({"name": "x", "sizes": [1], "workers": [4, 2048]})", "/workers/1"},

@@ -95,10 +95,16 @@ TEST(Tcp, SameTagArrivesInOrderAndTagsSeparateStreams) {
   });
 }
 
-TEST(Tcp, EarlyAndLateMessagesOfEverySizeArriveIntact) {
+// Waits that sleep at once (spin 0) and waits that poll for long (so most
+// messages arrive while polling) must deliver alike.
+class TcpSpin : public ::testing::TestWithParam<int> {};
+
+TEST_P(TcpSpin, EarlyAndLateMessagesOfEverySizeArriveIntact) {
   // Sizes around the receive-reduce chunk, posted before and after arrival.
   const std::vector<std::size_t> counts = {0, 1, 65'537, 300'001};
-  run_endpoint_ranks("tcp", 2, quick(), [&](Comm& c) {
+  TcpOptions options = quick();
+  options.spin = std::chrono::microseconds(GetParam());
+  run_endpoint_ranks("tcp", 2, options, [&](Comm& c) {
     for (std::size_t n : counts) {
       std::vector<float> v(n);
       for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i % 1000);
@@ -122,6 +128,9 @@ TEST(Tcp, EarlyAndLateMessagesOfEverySizeArriveIntact) {
     }
   });
 }
+
+INSTANTIATE_TEST_SUITE_P(Waits, TcpSpin, ::testing::Values(0, 100, 50'000),
+                         [](const auto& info) { return "spin_us_" + std::to_string(info.param); });
 
 TEST(Tcp, MessagesToSelfAndSizeMismatchIsAnError) {
   run_endpoint_ranks("tcp", 1, quick(), [](Comm& c) {
@@ -346,6 +355,21 @@ TEST(TcpFailure, AWaitThatTimesOutNamesThePeer) {
   } catch (const TimeoutError& e) {
     EXPECT_NE(std::string(e.what()).find("receive from rank 1"), std::string::npos) << e.what();
   }
+}
+
+// Polling before sleeping never stretches a wait past its timeout.
+TEST(TcpFailure, AWaitThatPollsLongerThanTheTimeoutStillTimesOut) {
+  TcpOptions options = quick(300ms);
+  options.spin = 10s;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(run_endpoint_ranks("tcp", 2, options,
+                                  [](Comm& c) {
+                                    int x = 0;
+                                    if (c.rank() == 0) c.recv(1, &x, sizeof x, 5);
+                                    else std::this_thread::sleep_for(600ms);
+                                  }),
+               TimeoutError);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
 }
 
 // A real crash: rank 2 is a forked process that connects and then exits

@@ -207,6 +207,7 @@ TrainResult run_training(const std::string& scheme, const SchemeOptions& options
   training_steps_per_epoch(config, source.samples, exchange.workers());  // fail before connecting
   EndpointOptions endpoint;
   endpoint.timeout = transport.timeout;
+  endpoint.spin = transport.spin;
   endpoint.shaping = transport.shaping;
   TrainResult result;
   run_endpoint_ranks(transport.name, exchange.endpoints(), endpoint, [&](Comm& comm) {

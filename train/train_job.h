@@ -72,6 +72,7 @@ struct RankTransport {
   std::string name = "inproc";
   std::chrono::milliseconds timeout{30'000};
   std::optional<Topology> shaping;
+  std::chrono::microseconds spin{100};  // process transports: EndpointOptions::spin
 };
 
 // One configuration: `scheme` over options.workers workers.

@@ -12,6 +12,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -400,12 +401,15 @@ struct TcpEndpoint::Impl {
 
   // ---- progress -------------------------------------------------------------
 
+  // progress()'s ppoll set, kept to spare an allocation per poll.
+  std::vector<pollfd> fds;
+  std::vector<int> peers;
+
   // Waits (at most until `until`, in clock seconds) for any connection to be
   // readable, or writable where frames are queued, and serves them.
   void progress(double until) {
-    std::vector<pollfd> fds;
-    std::vector<int> peers;
-    fds.reserve(links.size());
+    fds.clear();
+    peers.clear();
     for (int p = 0; p < size; ++p) {
       Link& l = link(p);
       if (l.fd < 0 || l.eof) continue;
@@ -677,6 +681,20 @@ void TcpEndpoint::wait_state(RequestState& state) {
   auto& op = static_cast<Op&>(state);
   const double deadline =
       wall_clock().now() + std::chrono::duration<double>(m.options.timeout).count();
+  // Poll without sleeping first, yielding the core between polls: a message
+  // that arrives within `spin` is taken without putting this process to
+  // sleep and waking it again, which costs tens of microseconds (more on a
+  // virtual machine, whose idle vCPU halts). Yielding lets a process that
+  // shares the core run meanwhile, so an oversubscribed machine loses little
+  // to the polling; MPI's progress engine polls the same way.
+  if (m.options.spin.count() > 0) {
+    const double spin_until =
+        std::min(deadline, wall_clock().now() + std::chrono::duration<double>(m.options.spin).count());
+    while (!op.done && !m.failed && !m.closed && wall_clock().now() < spin_until) {
+      m.progress(0);
+      if (!op.done) sched_yield();
+    }
+  }
   while (!op.done && !m.failed && !m.closed && wall_clock().now() < deadline) {
     m.progress(deadline);
   }

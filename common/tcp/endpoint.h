@@ -5,8 +5,9 @@
 // connection whenever it waits (writing what is queued to any peer and
 // reading whatever has arrived from any peer), and a send goes out from the
 // posting call when its connection is idle. Sends and receives to all peers
-// thus progress together during every wait, as in MPI, and a message costs
-// one wake-up of the receiving process.
+// thus progress together during every wait, as in MPI. A wait polls for
+// EndpointOptions::spin before it sleeps, so a message that arrives soon
+// costs no wake-up of the receiving process at all.
 //
 // Sends are eager: a send completes once its bytes are handed to the
 // kernel, whether or not the receive is posted. A message that arrives
