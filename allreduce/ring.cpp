@@ -1,5 +1,7 @@
 #include "allreduce/ring.h"
 
+#include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "allreduce/segments.h"
@@ -22,56 +24,79 @@ std::size_t wrap(long long i, int n) { return static_cast<std::size_t>(((i % n) 
 //                   after n-1 steps rank r holds the full sum of block r.
 //   all-gather:     send block r-s, receive (and copy) block r-s-1;
 //                   after n-1 steps rank r holds every block.
-template <bool Reduce>
-void ring_phase(Comm& comm, Tensor data, ReduceOp op, std::size_t segment_bytes, Tag tag) {
-  const int n = comm.size();
-  const int r = comm.rank();
-  if (n == 1 || data.count == 0) return;
-  const BlockSplit split{data.count, static_cast<std::size_t>(n)};
-  const Segmentation seg(split.size(0), segment_bytes, data.dtype);
-  const int next = (r + 1) % n;
-  const int prev = (r - 1 + n) % n;
-  const long long first_send = Reduce ? r - 1 : r;
-  auto block = [&](long long b) {
-    const std::size_t i = wrap(b, n);
-    return data.slice(split.offset(i), split.size(i));
-  };
+//
+// A phase is posted (step 0's sends and every receive) apart from being
+// driven (waiting each receive in order and forwarding it), so that the
+// sliced all-reduce can post the next slice's reduce-scatter while it
+// drives this slice's all-gather.
+class RingPhase {
+ public:
+  RingPhase(Comm& comm, Tensor data, ReduceOp op, std::size_t segment_bytes, Tag tag,
+            bool reduce)
+      : comm_(comm), data_(data), tag_(tag), n_(comm.size()),
+        split_{data.count, static_cast<std::size_t>(n_)},
+        seg_(split_.size(0), segment_bytes, data.dtype),
+        next_((comm.rank() + 1) % n_),
+        first_send_(reduce ? comm.rank() - 1 : comm.rank()) {
+    if (n_ == 1 || data.count == 0) return;
+    sends_.reserve(static_cast<std::size_t>(n_) * seg_.count);
+    // Step 0: this rank's own block goes out whole, segment by segment.
+    const Tensor first = block(first_send_);
+    for (std::size_t j = 0; j < seg_.count; ++j) {
+      const Tensor t = seg_.of(first, j);
+      if (t.count) sends_.push_back(comm.isend(next_, t.data, t.bytes(), tag));
+    }
+    // Every receive of the phase is posted up front, so that a segment finds
+    // its destination waiting however early it arrives (process transports
+    // then read it in place instead of buffering it). Each block is received
+    // into once, at step s, and sent on only after that receive completed.
+    const int prev = (comm.rank() - 1 + n_) % n_;
+    receives_.reserve(static_cast<std::size_t>(n_ - 1) * seg_.count);
+    for (int s = 0; s < n_ - 1; ++s) {
+      const Tensor incoming = block(first_send_ - s - 1);
+      for (std::size_t j = 0; j < seg_.count; ++j) {
+        const Tensor t = seg_.of(incoming, j);
+        if (t.count == 0) continue;
+        receives_.push_back(reduce ? comm.irecv_reduce(prev, t, op, tag)
+                                   : comm.irecv(prev, t.data, t.bytes(), tag));
+      }
+    }
+  }
 
-  std::vector<Request> sends;
-  sends.reserve(static_cast<std::size_t>(n) * seg.count);
-  // Step 0: this rank's own block goes out whole, segment by segment.
-  const Tensor first = block(first_send);
-  for (std::size_t j = 0; j < seg.count; ++j) {
-    const Tensor t = seg.of(first, j);
-    if (t.count) sends.push_back(comm.isend(next, t.data, t.bytes(), tag));
-  }
-  // Every receive of the phase is posted up front, so that a segment finds
-  // its destination waiting however early it arrives (process transports
-  // then read it in place instead of buffering it). Each block is received
-  // into once, at step s, and sent on only after that receive completed.
-  std::vector<Request> receives;
-  receives.reserve(static_cast<std::size_t>(n - 1) * seg.count);
-  for (int s = 0; s < n - 1; ++s) {
-    const Tensor incoming = block(first_send - s - 1);
-    for (std::size_t j = 0; j < seg.count; ++j) {
-      const Tensor t = seg.of(incoming, j);
-      if (t.count == 0) continue;
-      receives.push_back(Reduce ? comm.irecv_reduce(prev, t, op, tag)
-                                : comm.irecv(prev, t.data, t.bytes(), tag));
+  // Waits for every receive in order, forwarding each block but the last
+  // as it lands, then for every send.
+  void finish() {
+    if (n_ == 1 || data_.count == 0) return;
+    std::size_t next_receive = 0;
+    for (int s = 0; s < n_ - 1; ++s) {
+      const Tensor incoming = block(first_send_ - s - 1);
+      for (std::size_t j = 0; j < seg_.count; ++j) {
+        const Tensor t = seg_.of(incoming, j);
+        if (t.count == 0) continue;
+        comm_.wait(receives_[next_receive++]);
+        if (s + 1 < n_ - 1) sends_.push_back(comm_.isend(next_, t.data, t.bytes(), tag_));
+      }
     }
+    comm_.wait_all(sends_);
   }
-  std::size_t next_receive = 0;
-  for (int s = 0; s < n - 1; ++s) {
-    const Tensor incoming = block(first_send - s - 1);
-    for (std::size_t j = 0; j < seg.count; ++j) {
-      const Tensor t = seg.of(incoming, j);
-      if (t.count == 0) continue;
-      comm.wait(receives[next_receive++]);
-      if (s + 1 < n - 1) sends.push_back(comm.isend(next, t.data, t.bytes(), tag));
-    }
+
+ private:
+  Tensor block(long long b) const {
+    const std::size_t i = wrap(b, n_);
+    return data_.slice(split_.offset(i), split_.size(i));
   }
-  comm.wait_all(sends);
-}
+
+  Comm& comm_;
+  Tensor data_;
+  Tag tag_;
+  int n_;
+  BlockSplit split_;
+  Segmentation seg_;
+  int next_;
+  long long first_send_;
+  std::vector<Request> sends_;
+  std::vector<Request> receives_;
+};
 
 Traffic ring_phase_traffic(int r, int n, std::size_t count, DType dtype,
                            std::size_t segment_bytes, bool reduce) {
@@ -95,11 +120,11 @@ Traffic ring_phase_traffic(int r, int n, std::size_t count, DType dtype,
 
 void ring_reduce_scatter(Comm& comm, Tensor data, ReduceOp op, std::size_t segment_bytes,
                          Tag tag) {
-  ring_phase<true>(comm, data, combining_op(op), segment_bytes, tag);
+  RingPhase(comm, data, combining_op(op), segment_bytes, tag, /*reduce=*/true).finish();
 }
 
 void ring_all_gather(Comm& comm, Tensor data, std::size_t segment_bytes, Tag tag) {
-  ring_phase<false>(comm, data, ReduceOp::sum, segment_bytes, tag);
+  RingPhase(comm, data, ReduceOp::sum, segment_bytes, tag, /*reduce=*/false).finish();
 }
 
 Traffic ring_reduce_scatter_traffic(int rank, int n, std::size_t count, DType dtype,
@@ -112,18 +137,50 @@ Traffic ring_all_gather_traffic(int rank, int n, std::size_t count, DType dtype,
   return ring_phase_traffic(rank, n, count, dtype, segment_bytes, false);
 }
 
+RingSlices::RingSlices(std::size_t total, std::size_t slice_bytes, DType dtype)
+    : per_slice(slice_bytes == 0 ? std::max<std::size_t>(1, total)
+                                 : std::max<std::size_t>(1, slice_bytes / dtype_size(dtype))),
+      count(std::max<std::size_t>(1, (total + per_slice - 1) / per_slice)),
+      total(total) {}
+
+std::size_t RingSlices::size(std::size_t k) const {
+  return std::min(total, (k + 1) * per_slice) - std::min(total, k * per_slice);
+}
+
+Tensor RingSlices::of(const Tensor& data, std::size_t k) const {
+  return data.slice(std::min(total, k * per_slice), size(k));
+}
+
+// Slice k's reduce-scatter is posted while slice k-1's all-gather is still
+// being driven, so the links carry the next slice's first blocks while the
+// last one's are gathered: slices follow each other without a pipeline
+// drain between them (as NCCL's loop over its buffer does).
 void RingScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
   GRADEX_ENFORCE_EQ(comm.size(), workers(), "ring runs on the workers only");
   const std::size_t seg = options().segment_bytes;
-  ring_reduce_scatter(comm, data, op, seg, /*tag=*/0);
-  ring_all_gather(comm, data, seg, /*tag=*/1);
+  const RingSlices slices(data.count, options().slice_bytes, data.dtype);
+  const ReduceOp combine = combining_op(op);
+  std::optional<RingPhase> scatter;
+  scatter.emplace(comm, slices.of(data, 0), combine, seg, /*tag=*/0, /*reduce=*/true);
+  for (std::size_t k = 0; k < slices.count; ++k) {
+    scatter->finish();
+    RingPhase gather(comm, slices.of(data, k), combine, seg, /*tag=*/1, /*reduce=*/false);
+    if (k + 1 < slices.count) {
+      scatter.emplace(comm, slices.of(data, k + 1), combine, seg, /*tag=*/0, /*reduce=*/true);
+    }
+    gather.finish();
+  }
   finish_reduce(data, op, comm.size());
 }
 
 Traffic RingScheme::expected_traffic(int endpoint, std::size_t count, DType dtype) const {
   const std::size_t seg = options().segment_bytes;
-  Traffic t = ring_reduce_scatter_traffic(endpoint, workers(), count, dtype, seg);
-  t += ring_all_gather_traffic(endpoint, workers(), count, dtype, seg);
+  const RingSlices slices(count, options().slice_bytes, dtype);
+  Traffic t;
+  for (std::size_t k = 0; k < slices.count; ++k) {
+    t += ring_reduce_scatter_traffic(endpoint, workers(), slices.size(k), dtype, seg);
+    t += ring_all_gather_traffic(endpoint, workers(), slices.size(k), dtype, seg);
+  }
   return t;
 }
 
@@ -139,7 +196,14 @@ double ring_phase_model_time(const Topology& topology, const std::vector<int>& m
 double RingScheme::model_time(std::size_t bytes, const Topology& topology) const {
   std::vector<int> ring(static_cast<std::size_t>(workers()));
   for (int r = 0; r < workers(); ++r) ring[static_cast<std::size_t>(r)] = r;
-  return 2 * ring_phase_model_time(topology, ring, static_cast<double>(bytes));
+  auto whole = [&](std::size_t b) {
+    return 2 * ring_phase_model_time(topology, ring, static_cast<double>(b));
+  };
+  const std::size_t slice = options().slice_bytes;
+  if (slice == 0 || bytes <= slice) return whole(bytes);
+  // Full slices, then a shorter last one (in bytes: the model takes no dtype).
+  const std::size_t rest = bytes % slice;
+  return static_cast<double>(bytes / slice) * whole(slice) + (rest ? whole(rest) : 0.0);
 }
 
 }  // namespace gradex

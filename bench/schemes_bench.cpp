@@ -17,6 +17,9 @@ void run_scheme(benchmark::State& state, const std::string& name) {
   SchemeOptions options;
   options.workers = workers;
   options.segment_bytes = 256 << 10;  // small enough to forward from cache
+  // The ring in slices of every rank's 512 KiB that stay in the last-level
+  // cache between the rank that writes a block and the one that reads it.
+  options.slice_bytes = static_cast<std::size_t>(workers) * (512 << 10);
   options.ranks_per_node = workers % 2 == 0 ? workers / 2 : 1;
   auto scheme = make_scheme(name, options);
   MeasureRequest req;

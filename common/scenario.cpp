@@ -193,6 +193,7 @@ Scenario parse_scenario(const nlohmann::json& document) {
     s.segment_bytes = read_size(*seg, "/segment_bytes");
     if (s.segment_bytes == 0) throw ConfigError("/segment_bytes", "must be at least 1 byte");
   }
+  if (const auto* slice = root.find("slice_bytes")) s.slice_bytes = read_size(*slice, "/slice_bytes");
   s.timeout = std::chrono::milliseconds(root.integer("timeout_ms", 30'000, 1, 3'600'000));
   s.spin = std::chrono::microseconds(root.integer("spin_us", 100, 0, 1'000'000));
 
@@ -258,6 +259,7 @@ SchemeOptions scheme_options(const Scenario& s, int workers) {
   SchemeOptions o;
   o.workers = workers;
   o.segment_bytes = s.segment_bytes;
+  o.slice_bytes = s.slice_bytes;
   o.ranks_per_node = s.ranks_per_node;
   o.inter_algorithm = s.inter_algorithm;
   o.servers = s.ps_servers;

@@ -41,6 +41,7 @@ struct Scenario {
   int warmup_iters = 2;
   int iters = 5;
   std::size_t segment_bytes = std::size_t{1} << 20;
+  std::size_t slice_bytes = 0;  // ring: SchemeOptions::slice_bytes
   std::chrono::milliseconds timeout{30'000};
   // Process transports (tcp): how long a wait polls before it sleeps.
   std::chrono::microseconds spin{100};

@@ -22,6 +22,13 @@ struct SchemeOptions {
   // Pipelining granularity: messages are cut into segments of at most this
   // many bytes so that forwarding overlaps receiving.
   std::size_t segment_bytes = std::size_t{1} << 20;
+  // Ring: all-reduce a longer buffer in slices of at most this many bytes,
+  // each a reduce-scatter and an all-gather (0: the whole buffer at once).
+  // Where memory is the bottleneck (ranks in one process) a slice of every
+  // rank's buffer then stays in the last-level cache between the ranks that
+  // write and read it; over links each slice pays the ring's 2(n-1)
+  // latencies again, so it is off unless asked for.
+  std::size_t slice_bytes = 0;
   // Hierarchical: ranks per node and the algorithms of its phases.
   int ranks_per_node = 1;
   std::string inter_algorithm = "ring";

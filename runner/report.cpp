@@ -36,7 +36,9 @@ void print_preamble(std::ostream& out, const Scenario& s) {
   out << "# transport " << s.transport << ", dtype " << dtype_name(s.dtype) << ", op "
       << reduce_op_name(s.op);
   if (!simulated) out << ", warm-up " << s.warmup_iters << ", timed iterations " << s.iters;
-  out << ", segment " << format_bytes(static_cast<double>(s.segment_bytes)) << "\n";
+  out << ", segment " << format_bytes(static_cast<double>(s.segment_bytes));
+  if (s.slice_bytes > 0) out << ", ring slice " << format_bytes(static_cast<double>(s.slice_bytes));
+  out << "\n";
   if (s.network.shaped) {
     out << "# network (shaped): ranks per node " << s.ranks_per_node << "; intra-node "
         << describe_link(s.network.intra_node) << "; inter-node "

@@ -40,6 +40,12 @@ TEST(Scenario, DefaultsAndSweeps) {
   EXPECT_TRUE(s.network.intra_node.unlimited());
   EXPECT_EQ(s.dtype, DType::f32);
   EXPECT_EQ(s.spin, std::chrono::microseconds(100));
+  EXPECT_EQ(s.slice_bytes, 0u);
+  EXPECT_EQ(scheme_options(parse_scenario(nlohmann::json::parse(
+                               R"({"name": "t", "sizes": [1], "slice_bytes": "2MiB"})")),
+                           4)
+                .slice_bytes,
+            std::size_t{2} << 20);
   EXPECT_EQ(parse_scenario(nlohmann::json::parse(R"({"name": "t", "sizes": [1], "spin_us": 0})"))
                 .spin,
             std::chrono::microseconds(0));
@@ -90,6 +96,7 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"net_latency", R"({"name": "x", "sizes": [1], "network": {"inter_node": {"bandwidth": 1e9, "latency": -1}}})", "/network/inter_node/latency"},
         Malformed{"net_key", R"({"name": "x", "sizes": [1], "network": {"inter_node": {"bandwidth": 1e9, "jitter": 1}}})", "/network/inter_node/jitter"},
         Malformed{"spin", R"({"name": "x", "sizes": [1], "spin_us": -5})", "/spin_us"},
+        Malformed{"slice", R"({"name": "x", "sizes": [1], "slice_bytes": "lots"})", "/slice_bytes"},
         Malformed{"segment", R"({"name": "x", "sizes": [1], "segment_bytes": 0})", "/segment_bytes"},
         Malformed{"timeout", R"({"name": "x", "sizes": [1], "timeout_ms": 0})", "/timeout_ms"},
         Malformed{"too_many_real", R"({"name": "x", "sizes": [1], "workers": [4, 2048]})", "/workers/1"},

@@ -106,5 +106,57 @@ INSTANTIATE_TEST_SUITE_P(AllSchemes, SchemeTypes,
                                             ::testing::ValuesIn(kAllReduceOps)),
                          types_name);
 
+// ---- the ring in slices ----------------------------------------------------------
+
+// Slices of 1000 bytes (a slice's elements not a multiple of n) over empty,
+// single-slice, slice-edge and many-slice buffers, with a shorter last
+// slice: the same sums, and the traffic of one reduce-scatter and one
+// all-gather per slice.
+TEST(SlicedRing, MatchesReferenceAndDeclaredTraffic) {
+  for (int n : {1, 2, 3, 5, 8}) {
+    for (DType dtype : {DType::f32, DType::f16, DType::f64}) {
+      SchemeOptions o = options_for(n);
+      o.segment_bytes = 128;  // several segments per block of a slice
+      o.slice_bytes = 1000;
+      auto ring = make_scheme("ring", o);
+      const std::size_t per_slice = 1000 / dtype_size(dtype);
+      for (std::size_t count : {std::size_t{0}, std::size_t{1}, per_slice - 1, per_slice,
+                                per_slice + 1, 10 * per_slice + 3, std::size_t{100'003}}) {
+        MeasureRequest req;
+        req.count = count;
+        req.dtype = dtype;
+        req.op = dtype == DType::f64 ? ReduceOp::max : ReduceOp::sum;
+        req.iters = 2;
+        const Measurement m = measure(*ring, req);
+        const std::string where = "n " + std::to_string(n) + ", " +
+                                  std::string(dtype_name(dtype)) + ", count " +
+                                  std::to_string(count);
+        EXPECT_EQ(m.wrong, 0u) << where;
+        for (int e = 0; e < n; ++e) {
+          EXPECT_EQ(m.traffic[e], ring->expected_traffic(e, count, dtype)) << where;
+        }
+      }
+    }
+  }
+}
+
+// Slicing changes how a buffer moves, not how much of it: the same bytes as
+// the whole-buffer ring, in more messages once there are several slices.
+TEST(SlicedRing, MovesTheSameBytesInMoreMessages) {
+  SchemeOptions whole = options_for(4);
+  SchemeOptions sliced = whole;
+  sliced.slice_bytes = 64 * 1024;
+  auto a = make_scheme("ring", whole);
+  auto b = make_scheme("ring", sliced);
+  const std::size_t count = 1'000'003;
+  for (int e = 0; e < 4; ++e) {
+    const Traffic ta = a->expected_traffic(e, count, DType::f32);
+    const Traffic tb = b->expected_traffic(e, count, DType::f32);
+    EXPECT_EQ(ta.bytes_sent, tb.bytes_sent);
+    EXPECT_EQ(ta.bytes_received, tb.bytes_received);
+    EXPECT_GT(tb.messages_sent, ta.messages_sent);
+  }
+}
+
 }  // namespace
 }  // namespace gradex
