@@ -98,6 +98,28 @@ class RingPhase {
   std::vector<Request> receives_;
 };
 
+// The slices of SchemeOptions::slice_bytes over a buffer of `total`
+// elements: at least one (possibly empty), the last one possibly shorter.
+struct RingSlices {
+  std::size_t per_slice;  // elements
+  std::size_t count;      // slices
+  std::size_t total;      // elements in the buffer
+
+  RingSlices(std::size_t total_elements, std::size_t slice_bytes, DType dtype)
+      : per_slice(slice_bytes == 0
+                      ? std::max<std::size_t>(1, total_elements)
+                      : std::max<std::size_t>(1, slice_bytes / dtype_size(dtype))),
+        count(std::max<std::size_t>(1, (total_elements + per_slice - 1) / per_slice)),
+        total(total_elements) {}
+
+  std::size_t size(std::size_t k) const {  // elements of slice k
+    return std::min(total, (k + 1) * per_slice) - std::min(total, k * per_slice);
+  }
+  Tensor of(const Tensor& data, std::size_t k) const {  // slice k of `data`
+    return data.slice(std::min(total, k * per_slice), size(k));
+  }
+};
+
 Traffic ring_phase_traffic(int r, int n, std::size_t count, DType dtype,
                            std::size_t segment_bytes, bool reduce) {
   Traffic t;
@@ -137,24 +159,10 @@ Traffic ring_all_gather_traffic(int rank, int n, std::size_t count, DType dtype,
   return ring_phase_traffic(rank, n, count, dtype, segment_bytes, false);
 }
 
-RingSlices::RingSlices(std::size_t total, std::size_t slice_bytes, DType dtype)
-    : per_slice(slice_bytes == 0 ? std::max<std::size_t>(1, total)
-                                 : std::max<std::size_t>(1, slice_bytes / dtype_size(dtype))),
-      count(std::max<std::size_t>(1, (total + per_slice - 1) / per_slice)),
-      total(total) {}
-
-std::size_t RingSlices::size(std::size_t k) const {
-  return std::min(total, (k + 1) * per_slice) - std::min(total, k * per_slice);
-}
-
-Tensor RingSlices::of(const Tensor& data, std::size_t k) const {
-  return data.slice(std::min(total, k * per_slice), size(k));
-}
-
-// Slice k's reduce-scatter is posted while slice k-1's all-gather is still
-// being driven, so the links carry the next slice's first blocks while the
-// last one's are gathered: slices follow each other without a pipeline
-// drain between them (as NCCL's loop over its buffer does).
+// Slice k+1's reduce-scatter is posted before slice k's all-gather is
+// driven, so the next slice's first blocks travel while this one is
+// gathered (in the simulator that saves up to two of each slice's 2(n-1)
+// latencies; tests/sim_model_test.cpp).
 void RingScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
   GRADEX_ENFORCE_EQ(comm.size(), workers(), "ring runs on the workers only");
   const std::size_t seg = options().segment_bytes;

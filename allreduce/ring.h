@@ -29,18 +29,6 @@ Traffic ring_all_gather_traffic(int rank, int n, std::size_t count, DType dtype,
 double ring_phase_model_time(const Topology& topology, const std::vector<int>& members,
                              double bytes);
 
-// The slices of SchemeOptions::slice_bytes over a buffer of `total`
-// elements: at least one (possibly empty), the last one possibly shorter.
-struct RingSlices {
-  std::size_t per_slice;  // elements
-  std::size_t count;      // slices
-  std::size_t total;      // elements in the buffer
-
-  RingSlices(std::size_t total, std::size_t slice_bytes, DType dtype);
-  std::size_t size(std::size_t k) const;               // elements of slice k
-  Tensor of(const Tensor& data, std::size_t k) const;  // slice k of `data`
-};
-
 class RingScheme final : public Scheme {
  public:
   using Scheme::Scheme;
