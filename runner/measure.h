@@ -20,8 +20,8 @@ struct MeasureRequest {
   int warmup_iters = 1;
   int iters = 5;
   InprocOptions transport;
-  // Process transports run on threads (tcp, zmq): how long a wait polls
-  // before it sleeps (EndpointOptions::spin).
+  // A process transport run on threads: how long a wait polls before it
+  // sleeps (EndpointOptions::spin; the tcp transport's).
   std::chrono::microseconds endpoint_spin{100};
 };
 
