@@ -24,11 +24,12 @@ void run_scheme(benchmark::State& state, const std::string& name) {
   auto scheme = make_scheme(name, options);
   MeasureRequest req;
   req.count = bytes / sizeof(float);
-  // As nccl-tests: warm-up all-reduces, then timed ones on the same ranks
-  // and buffers; a benchmark iteration reports their median, the steady
-  // state rather than a world's first touch of its pages.
-  req.warmup_iters = 2;
-  req.iters = 5;
+  // As nccl-tests (its defaults, -w 5 -n 20): warm-up all-reduces, then
+  // timed ones on the same ranks and buffers; a benchmark iteration reports
+  // their median, the steady state rather than a world's first touch of its
+  // pages and the scheduler's first placement of its threads.
+  req.warmup_iters = 5;
+  req.iters = 20;
   std::size_t wrong = 0;
   for (auto _ : state) {
     const Measurement m = measure(*scheme, req);

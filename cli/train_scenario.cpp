@@ -36,7 +36,7 @@ void run_consistency(const Scenario& sc, const TrainJob& job, std::ostream& out,
       out << "#\n# parameter server, " << label << ", " << sc.ps_servers << " server(s), " << workers
           << " workers\n" << std::flush;
       PsTrainResult r = job.train_parameter_server(
-          c, workers, sc.ps_servers, 0, InprocOptions{sc.timeout, std::nullopt},
+          c, workers, sc.ps_servers, 0, InprocOptions{sc.timeout, std::nullopt, sc.spin},
           [&](const EpochRecord& e) { print_epoch(out, label, e); });
       o.staleness_table += staleness_row(label, sc.ps_servers, r);
       o.staleness.push_back(staleness_json(label, r));

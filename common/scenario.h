@@ -43,7 +43,7 @@ struct Scenario {
   std::size_t segment_bytes = std::size_t{1} << 20;
   std::size_t slice_bytes = 0;  // ring: SchemeOptions::slice_bytes
   std::chrono::milliseconds timeout{30'000};
-  // Process transports (tcp): how long a wait polls before it sleeps.
+  // inproc and tcp: how long a wait polls (yielding) before it sleeps.
   std::chrono::microseconds spin{100};
   int ps_servers = 1;
   ServerPlacement ps_placement = ServerPlacement::dedicated;

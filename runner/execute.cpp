@@ -52,7 +52,7 @@ std::vector<ResultRow> execute_plan(
     req.warmup_iters = sc.warmup_iters;
     req.iters = sc.iters;
     req.transport.timeout = sc.timeout;
-    req.endpoint_spin = sc.spin;
+    req.transport.spin = sc.spin;
     Topology topo = scenario_topology(sc, run.workers, endpoints);
     if (sc.network.shaped) req.transport.shaping = topo;
     for (std::size_t bytes : sc.sizes) {

@@ -19,10 +19,9 @@ struct MeasureRequest {
   ReduceOp op = ReduceOp::sum;
   int warmup_iters = 1;
   int iters = 5;
+  // Timeout, shaping and spin; a process transport run on threads
+  // (measure_endpoint_threads) takes the same three.
   InprocOptions transport;
-  // A process transport run on threads: how long a wait polls before it
-  // sleeps (EndpointOptions::spin; the tcp transport's).
-  std::chrono::microseconds endpoint_spin{100};
 };
 
 struct Measurement {

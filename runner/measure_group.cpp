@@ -70,7 +70,7 @@ Measurement measure_endpoint_threads(const std::string& transport, Scheme& schem
                                      const MeasureRequest& request) {
   EndpointOptions options;
   options.timeout = request.transport.timeout;
-  options.spin = request.endpoint_spin;
+  options.spin = request.transport.spin;
   options.shaping = request.transport.shaping;
   Measurement result;
   run_endpoint_ranks(transport, scheme.endpoints(), options, [&](Comm& comm) {

@@ -2,9 +2,12 @@
 // shaping delays, and failures that end in errors instead of hangs.
 #include <gtest/gtest.h>
 
+#include <time.h>
+
 #include <atomic>
 #include <chrono>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "common/errors.h"
@@ -129,6 +132,75 @@ TEST(Inproc, WaitTimesOutInsteadOfHanging) {
     EXPECT_NE(std::string(e.what()).find("from rank 1"), std::string::npos) << e.what();
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+}
+
+// A wait polls for InprocOptions::spin and then sleeps: messages arrive
+// intact whether they land within the poll or after it.
+class InprocSpin : public ::testing::TestWithParam<int> {};
+
+TEST_P(InprocSpin, MessagesArriveIntactBeforeAndAfterThePoll) {
+  InprocOptions opts;
+  opts.spin = std::chrono::microseconds(GetParam());
+  InprocWorld world(2, opts);
+  run_ranks(world, [](Comm& c) {
+    const int other = 1 - c.rank();
+    for (int round = 0; round < 50; ++round) {
+      // Every tenth round the sender is late, past any short poll.
+      if (c.rank() == round % 2 && round % 10 == 0) std::this_thread::sleep_for(2ms);
+      int value = round * 7 + c.rank(), got = -1;
+      Request r = c.irecv(other, &got, sizeof got, 0);
+      c.send(other, &value, sizeof value, 0);
+      c.wait(r);
+      ASSERT_EQ(got, round * 7 + other) << "round " << round;
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Waits, InprocSpin, ::testing::Values(0, 100, 50'000),
+                         [](const auto& info) { return "spin_us_" + std::to_string(info.param); });
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+TEST(Inproc, AWaitSleepsOnceItsPollIsOver) {
+  // Rank 0 waits 400 ms for a late message with a 1 ms poll: it must spend
+  // that time asleep, not on the CPU that the other ranks need.
+  InprocOptions opts;
+  opts.spin = 1ms;
+  InprocWorld world(2, opts);
+  double cpu = -1;
+  run_ranks(world, [&](Comm& c) {
+    int x = 0;
+    if (c.rank() == 1) {
+      std::this_thread::sleep_for(400ms);
+      c.send(0, &x, sizeof x, 0);
+      return;
+    }
+    const double before = thread_cpu_seconds();
+    c.recv(1, &x, sizeof x, 0);
+    cpu = thread_cpu_seconds() - before;
+  });
+  EXPECT_GE(cpu, 0.0);
+  EXPECT_LT(cpu, 0.04) << "a waiting rank used " << cpu << " s of CPU in 0.4 s";
+}
+
+TEST(Inproc, AWaitThatPollsLongerThanTheTimeoutStillTimesOut) {
+  InprocOptions opts;
+  opts.timeout = 300ms;
+  opts.spin = 10s;
+  InprocWorld world(2, opts);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THROW(run_ranks(world,
+                         [](Comm& c) {
+                           int x = 0;
+                           if (c.rank() == 0) c.recv(1, &x, sizeof x, 5);
+                           else std::this_thread::sleep_for(600ms);
+                         }),
+               TimeoutError);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
 }
 
 TEST(Inproc, AFailingRankReleasesItsPeersAtOnce) {

@@ -200,8 +200,9 @@ TrainResult run_training(const std::string& scheme, const SchemeOptions& options
                          const RankTransport& transport, Trace* trace,
                          const EpochCallback& on_epoch) {
   if (transport.name == "inproc") {
-    return train_data_parallel(scheme, options, config, source,
-                               InprocOptions{transport.timeout, transport.shaping}, trace, on_epoch);
+    return train_data_parallel(
+        scheme, options, config, source,
+        InprocOptions{transport.timeout, transport.shaping, transport.spin}, trace, on_epoch);
   }
   SchemeExchange exchange(make_scheme(scheme, options));
   training_steps_per_epoch(config, source.samples, exchange.workers());  // fail before connecting

@@ -72,7 +72,7 @@ struct RankTransport {
   std::string name = "inproc";
   std::chrono::milliseconds timeout{30'000};
   std::optional<Topology> shaping;
-  std::chrono::microseconds spin{100};  // process transports: EndpointOptions::spin
+  std::chrono::microseconds spin{100};  // how long a wait polls before it sleeps
 };
 
 // One configuration: `scheme` over options.workers workers.

@@ -24,6 +24,9 @@ namespace gradex {
 struct InprocOptions {
   std::chrono::milliseconds timeout{30'000};
   std::optional<Topology> shaping;  // absent: as fast as memory allows
+  // How long a wait polls (yielding the core) before it sleeps; 0 sleeps
+  // at once. The scenario's "spin_us", as for the process transports.
+  std::chrono::microseconds spin{100};
 };
 
 class InprocWorld {
