@@ -172,11 +172,10 @@ class InprocComm final : public Comm {
  private:
   // Polls `op` for up to InprocOptions::spin, yielding the core between
   // polls, and says whether the wait is over (done or aborted). A message
-  // that lands within the spin costs no sleep and no wake-up: on a VM,
-  // waking a sleeping thread goes through the hypervisor, and for 4 ranks
-  // on 2 cores sleeping at once cost more CPU time than polling did
-  // (README, "Waits"). Yielding lets any rank that shares the core run
-  // first, so a poll never keeps a rank with work to do off its core.
+  // that lands within the spin costs no sleep and no wake-up, which on a
+  // VM go through the hypervisor (the README's "Waits" measures both).
+  // Yielding lets any rank that shares the core run first, so a poll never
+  // keeps a rank with work to do off its core.
   bool poll(const Op& op, std::chrono::steady_clock::time_point deadline) const {
     const auto until = std::min(deadline, std::chrono::steady_clock::now() + world_.options.spin);
     while (true) {
