@@ -1,6 +1,7 @@
 #include "allreduce/tree.h"
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 #include "allreduce/segments.h"
@@ -226,23 +227,30 @@ double TreeScheme::model_time(std::size_t bytes, const Topology& topology) const
     if (message_time(l, 1e6) > message_time(slowest, 1e6)) slowest = l;
   }
   // The reduce and the broadcast follow each other, so each is paced by its
-  // own busiest port. In the reduce a rank receives its children's halves
-  // and sends its own up; the broadcast is the mirror image, so both phases
-  // take the same time. (Summing both phases' bytes per port would be too
+  // own busiest port. In the reduce a port carries the halves its
+  // endpoint's children send up (in) and its own half (out); the broadcast
+  // is the mirror image, so both phases take the same time. A node's
+  // shared NIC carries what all its endpoints send to and receive from
+  // other nodes. (Summing both phases' bytes per port would be too
   // optimistic for odd n, where rank 0 receives more than it sends in the
   // reduce and sends more in the broadcast.)
   const BlockSplit halves{bytes, 2};
-  double phase_port = 0;
+  std::map<PortId, double> up_out, up_in;  // bytes per port in the reduce
   for (int e = 0; e < n; ++e) {
-    double from_children = 0;
-    double to_parent = 0;
     for (int which = 0; which < 2; ++which) {
-      const TreeLinks links = double_tree(n, e, which);
+      const int parent = double_tree(n, e, which).parent;
+      if (parent < 0) continue;
       const double half = static_cast<double>(halves.size(static_cast<std::size_t>(which)));
-      from_children += links.child_count() * half;
-      if (links.parent >= 0) to_parent += half;
+      up_out[port_to(topology, e, parent)] += half;
+      up_in[port_to(topology, parent, e)] += half;
     }
-    phase_port = std::max({phase_port, from_children, to_parent});
+  }
+  double phase_port = 0;  // seconds
+  for (const auto* load : {&up_out, &up_in}) {
+    for (const auto& [port, port_bytes] : *load) {
+      const LinkSpec& l = port.inter ? topology.inter : topology.intra;
+      if (!l.unlimited()) phase_port = std::max(phase_port, port_bytes / l.bytes_per_second);
+    }
   }
   // Each phase is a pipeline: the first segment crosses `depth` hops (each
   // a latency and a segment's transfer), the rest stream behind it at the
@@ -250,7 +258,7 @@ double TreeScheme::model_time(std::size_t bytes, const Topology& topology) const
   // depth latencies and depth - 1 segment transfers.
   const double segment = std::min(static_cast<double>(options().segment_bytes), bytes / 2.0);
   const double per_byte = slowest.unlimited() ? 0.0 : 1.0 / slowest.bytes_per_second;
-  const double phase = phase_port * per_byte + depth * slowest.latency_seconds +
+  const double phase = phase_port + depth * slowest.latency_seconds +
                        (depth - 1) * segment * per_byte;
   return 2 * phase;
 }

@@ -183,6 +183,7 @@ Command add_launch_command(CLI::App& parent) {
                   "folder for results.csv and results.json (overrides the scenario's \"output\")");
   cmd->add_flag("--no-output", f->scenario.no_output, "write no result files");
   cmd->add_flag("-q,--quiet", f->quiet, "print only the summary");
+  add_unshaped_flag(*cmd, f->scenario);
   return {cmd, [f] {
             if (f->workers > 0) f->scenario.workers = {f->workers};
             const auto env = launch_env([](const char* name) { return std::getenv(name); });

@@ -20,6 +20,7 @@ Command add_run_command(CLI::App& parent) {
                   "folder for results.csv and results.json (overrides the scenario's \"output\")");
   cmd->add_flag("--no-output", flags->no_output, "write no result files");
   cmd->add_flag("-q,--quiet", *quiet, "print only the summary");
+  add_unshaped_flag(*cmd, *flags);
   return {cmd, [flags, quiet] {
             RunPlan plan = load_plan(*flags);
             std::ostream& out = std::cout;

@@ -17,6 +17,12 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags) {
       ->check(CLI::IsMember({"inproc", "tcp", "zmq", "sim"}));
 }
 
+void add_unshaped_flag(CLI::App& cmd, ScenarioFlags& flags) {
+  cmd.add_flag("--unshaped", flags.unshaped,
+               "ignore the scenario's network: run as fast as the real network goes (e.g. one "
+               "shaped with tc between hosts)");
+}
+
 RunPlan load_plan(const ScenarioFlags& flags) {
   Scenario s = load_scenario(flags.scenario);
   if (!flags.schemes.empty()) {
@@ -34,6 +40,7 @@ RunPlan load_plan(const ScenarioFlags& flags) {
   if (!flags.transport.empty()) s.transport = flags.transport;
   if (!flags.output.empty()) s.output = flags.output;
   if (flags.no_output) s.output.clear();
+  if (flags.unshaped) s.network = NetworkConfig{};
   // Names only train/ knows (models, optimizers, hooks), checked before
   // anything runs or any process starts.
   if (s.training) check_train_workload(*s.training, workload_pointer());

@@ -19,9 +19,12 @@ struct ScenarioFlags {
   bool no_output = false;
   int servers = 0;          // > 0: overrides the scenario's ps.servers
   std::string transport;    // non-empty: overrides the scenario's transport
+  bool unshaped = false;    // drop the scenario's network: the real one sets the pace
 };
 
 void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags);
+// --unshaped, for the subcommands that move real bytes (run, launch).
+void add_unshaped_flag(CLI::App& cmd, ScenarioFlags& flags);
 // Throws ConfigError naming the scenario field or the flag at fault.
 RunPlan load_plan(const ScenarioFlags& flags);
 

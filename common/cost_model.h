@@ -11,10 +11,22 @@
 
 namespace gradex {
 
+// A port of the NIC model: an endpoint's intra-node port, or an inter-node
+// NIC (the endpoint's own, or its node's when the node shares one).
+struct PortId {
+  bool inter = false;
+  int owner = 0;  // endpoint, or node for a shared NIC
+  auto operator<=>(const PortId&) const = default;
+};
+// The port `endpoint` uses to talk to `peer` (both ways: full duplex).
+PortId port_to(const Topology& topology, int endpoint, int peer);
+
 // a + bytes / B over `link`; no bandwidth term on an unlimited link.
 double message_time(const LinkSpec& link, double bytes);
-// One step in which every pair (src, dst) moves `bytes` at once, each on
-// ports of its own: the slowest message decides. 0 for no pairs.
+// One step in which every pair (src, dst) moves `bytes` at once: the
+// slowest message decides. Messages that share a port (a node's one NIC,
+// Topology::nic_per_node) take turns on it, so each pays for every message
+// on the busier of its two ports. 0 for no pairs.
 double slowest_message(const Topology& topology, const std::vector<std::pair<int, int>>& pairs,
                        double bytes);
 

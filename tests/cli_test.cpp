@@ -88,6 +88,21 @@ TEST_F(Cli, RunWritesCompleteResults) {
   EXPECT_EQ(files, 2);
 }
 
+// --unshaped drops the scenario's network: the real one (say, a link
+// shaped with tc between hosts) sets the pace instead.
+TEST_F(Cli, UnshapedIgnoresTheScenariosNetwork) {
+  const fs::path sc = write("shaped.json", R"({"name": "shaped", "sizes": [4096], "workers": 2,
+      "iters": 1, "warmup_iters": 0, "schemes": ["ring"],
+      "network": {"inter_node": {"bandwidth": "100MB/s", "latency": "1ms"}}})");
+  const Outcome shaped = gradex("run --no-output " + sc.string());
+  ASSERT_EQ(shaped.code, 0) << shaped.err;
+  EXPECT_NE(shaped.out.find("# network (shaped)"), std::string::npos) << shaped.out;
+  const Outcome unshaped = gradex("run --no-output --unshaped " + sc.string());
+  ASSERT_EQ(unshaped.code, 0) << unshaped.err;
+  EXPECT_NE(unshaped.out.find("# network: unshaped"), std::string::npos) << unshaped.out;
+  EXPECT_EQ(unshaped.out.find("# network (shaped)"), std::string::npos) << unshaped.out;
+}
+
 TEST_F(Cli, ValidateChecksWithoutRunning) {
   const fs::path sc = write("ok.json", R"({"name": "ok", "sizes": [64], "workers": 2})");
   const Outcome o = gradex("validate " + sc.string());

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/cost_model.h"
 #include "common/dtype.h"
 #include "common/errors.h"
 #include "common/reduce.h"
@@ -178,6 +179,23 @@ TEST(LinkShaper, IntraAndInterNodeRates) {
   EXPECT_EQ(t.nodes(), 2);
   // 4 intra ports at 8 MB/s + 4 inter ports at 1 MB/s.
   EXPECT_DOUBLE_EQ(t.egress_capacity(), 36e6);
+}
+
+TEST(CostModel, MessagesOnASharedNicTakeTurns) {
+  const LinkSpec inter{1e6, 0.5};
+  // Ranks 0-1 on node 0, 2-3 on node 1: 0->2 and 1->3 cross at once.
+  const std::vector<std::pair<int, int>> across{{0, 2}, {1, 3}};
+  Topology own = Topology::grouped(4, 2, 0, {}, inter);
+  EXPECT_DOUBLE_EQ(slowest_message(own, across, 1e6), 1.5);
+  Topology shared = Topology::grouped(4, 2, 0, {}, inter, /*nic_per_node=*/true);
+  EXPECT_DOUBLE_EQ(slowest_message(shared, across, 1e6), 2.5);
+  // One message per NIC each way (a ring's hops 1->2 and 3->0): no turns.
+  EXPECT_DOUBLE_EQ(slowest_message(shared, {{1, 2}, {3, 0}}, 1e6), 1.5);
+  // Inside a node each endpoint keeps its own port.
+  EXPECT_DOUBLE_EQ(slowest_message(shared, {{0, 1}, {1, 0}}, 1e6), 0.0);
+  EXPECT_EQ(port_to(shared, 0, 2), port_to(shared, 1, 3));
+  EXPECT_NE(port_to(own, 0, 2), port_to(own, 1, 3));
+  EXPECT_NE(port_to(shared, 0, 1), port_to(shared, 0, 2));
 }
 
 TEST(LinkShaper, SharedNodeNicSerialisesTheNode) {

@@ -90,6 +90,33 @@ TEST_F(Launch, TwoHostsRecipeOnTwoLoopbackAddresses) {
   EXPECT_NE(o.find("Out of bounds values : 0 OK"), std::string::npos) << o;
 }
 
+// The same recipe across two network namespaces joined by a veth pair
+// (scripts/two_hosts_netns.sh): two network stacks, each rank bound to the
+// wildcard and dialled at its host's own address, the link between the
+// hosts shaped by the kernel's token bucket. Needs root; skipped without.
+TEST_F(Launch, TwoHostsRecipeAcrossNetworkNamespaces) {
+  const fs::path sc = write("hosts.json", R"({"name": "hosts", "transport": "tcp",
+      "workers": 4, "ranks_per_node": 2, "sizes": [4096, 262144], "iters": 2,
+      "warmup_iters": 1, "schemes": ["ring", "hierarchical"], "timeout_ms": 10000,
+      "network": {"inter_node": {"bandwidth": "250MB/s", "latency": "20us"}}})");
+  const std::string build = fs::path(kGradex).parent_path().string();
+  const std::string script = GRADEX_SOURCE_DIR "/scripts/two_hosts_netns.sh";
+  const int code = shell("bash " + script + " --check --rate 2gbit --build " + build + " " +
+                         sc.string() + " -- --no-output");
+  if (code == 77) GTEST_SKIP() << slurp(dir_ / "stderr");
+  ASSERT_EQ(code, 0) << slurp(dir_ / "stderr");
+  const std::string o = slurp(dir_ / "stdout");
+  EXPECT_NE(o.find("launched: 4 processes over tcp (ranks from GRADEX variables)"),
+            std::string::npos) << o;
+  // The kernel shapes the link; gradex must not shape it a second time.
+  EXPECT_NE(o.find("# network: unshaped"), std::string::npos) << o;
+  EXPECT_NE(o.find("Out of bounds values : 0 OK"), std::string::npos) << o;
+  const std::string e = slurp(dir_ / "stderr");
+  EXPECT_NE(e.find("(10.99.0.1)"), std::string::npos) << e;
+  EXPECT_NE(e.find("(10.99.0.2)"), std::string::npos) << e;
+  EXPECT_NE(e.find("Sent "), std::string::npos) << e;  // the shaper's counters
+}
+
 TEST_F(Launch, WrongTokenIsRefused) {
   const fs::path sc = write("tcp.json", R"({"name": "tcp", "transport": "tcp", "workers": 2,
       "sizes": [64], "schemes": ["ring"], "timeout_ms": 1500})");
