@@ -12,6 +12,7 @@ packages=(
   libboost-dev libboost-system-dev libzmq3-dev cppzmq-dev
   libeigen3-dev zlib1g-dev dataset-fashion-mnist
   libopenmpi-dev openmpi-bin
+  iproute2
 )
 
 missing=()

@@ -17,6 +17,8 @@
 #                  tc's "mbps" are megabytes per second)
 #   --mtu BYTES    the link's MTU (default 9000, a cluster's jumbo frames;
 #                  1500 spends 4% of a shaped link on packet headers)
+#   --goodput      first time one bulk TCP stream from A to B (500 MB;
+#                  bench/tcp_goodput.py) and print its payload rate
 #   --check        exit 1 unless every rank succeeded and no value was wrong
 # Needs root and `ip netns`; exits 77 when they are missing (tests skip).
 # The namespaces are removed on exit, whatever happens.
@@ -24,13 +26,14 @@ set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$root/build/default"
-rate="" mtu=9000 check=0 scenario=""
+rate="" mtu=9000 check=0 goodput=0 scenario=""
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build="$(cd "$2" && pwd)"; shift 2 ;;
     --rate) rate="$2"; shift 2 ;;
     --mtu) mtu="$2"; shift 2 ;;
+    --goodput) goodput=1; shift ;;
     --check) check=1; shift ;;
     --) shift; extra=("$@"); break ;;
     -*) echo "two_hosts_netns: unknown option $1" >&2; exit 2 ;;
@@ -38,7 +41,7 @@ while [ $# -gt 0 ]; do
        scenario="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; shift ;;
   esac
 done
-[ -n "$scenario" ] || { echo "two_hosts_netns: usage: $0 [--build DIR] [--rate R] [--mtu BYTES] [--check] SCENARIO [-- ARGS]" >&2; exit 2; }
+[ -n "$scenario" ] || { echo "two_hosts_netns: usage: $0 [--build DIR] [--rate R] [--mtu BYTES] [--goodput] [--check] SCENARIO [-- ARGS]" >&2; exit 2; }
 [ -f "$scenario" ] || { echo "two_hosts_netns: no scenario at $scenario" >&2; exit 2; }
 gradex="$build/gradex"
 [ -x "$gradex" ] || { echo "two_hosts_netns: $gradex not built" >&2; exit 2; }
@@ -75,13 +78,24 @@ for pair in "$ns_a $if_a" "$ns_b $if_b"; do
   ip -n "$1" link set lo up
   ip -n "$1" link set "$2" mtu "$mtu" up
   if [ -n "$rate" ]; then
-    # burst: the bucket, at least what the rate brings in one timer tick
-    # (1-4 ms), else the rate is not reached; latency: how long a packet
-    # may queue before it is dropped, long enough that TCP never backs off.
-    ip netns exec "$1" tc qdisc add dev "$2" root tbf rate "$rate" burst 1mb latency 200ms
+    # burst: the bucket, one largest (GSO) packet, so that a message cannot
+    # leave faster than the rate (with 1 MB, 1 MiB messages went out 30%
+    # faster than the link); latency: how long a packet may queue before it
+    # is dropped, long enough that TCP never backs off (the counters printed
+    # at the end show the drops).
+    ip netns exec "$1" tc qdisc add dev "$2" root tbf rate "$rate" burst 64kb latency 200ms
   fi
 done
 echo "two_hosts_netns: host A = namespace $ns_a (10.99.0.1), host B = $ns_b (10.99.0.2)${rate:+, link $rate each way}" >&2
+
+if [ $goodput -eq 1 ]; then
+  ip netns exec "$ns_b" timeout 60 /usr/bin/python3 "$root/bench/tcp_goodput.py" receive 10.99.0.2 29600 \
+    > "$scratch/goodput" &
+  receiver=$!
+  ip netns exec "$ns_a" timeout 60 /usr/bin/python3 "$root/bench/tcp_goodput.py" send 10.99.0.2 29600 500
+  wait $receiver
+  echo "two_hosts_netns: bulk TCP from A to B: $(cat "$scratch/goodput") bytes/s" >&2
+fi
 
 # The README's recipe, verbatim but for the addresses.
 export GRADEX_WORLD_SIZE=4 GRADEX_RENDEZVOUS=10.99.0.1:29500 GRADEX_TOKEN="netns$tag" GRADEX_BIND=0.0.0.0
