@@ -7,11 +7,20 @@
 # the machine and the moment with gradex's schemes. MPI is held to its TCP
 # transport over loopback (--mca btl tcp,self), as gradex's transports are.
 #
+# Then, at each worker count, the ring over tcp and MPI_Allreduce head to
+# head (scenarios/bench_head_to_head.json: 4 KiB, 16 and 64 MiB) for
+# ROUNDS rounds (default 6), the two in one mpirun each round, the order
+# swapped every round: in the sweep above MPI always runs last, minutes
+# after the ring, and on a shared 2-core machine which of two runs goes
+# first, and when, moves their times by more than they differ.
+#
 # Writes OUT/results.csv (every row, with a transport column), OUT/ratios.md
-# (ring over tcp against MPI_Allreduce, per size) and OUT/busbw_4_workers.png.
+# (ring over tcp against MPI_Allreduce, per size, from the sweep and head
+# to head), OUT/head_to_head.csv (every round) and OUT/busbw_4_workers.png.
 #
 # Usage: bash bench/transports.sh [BUILD_FOLDER] [OUT_FOLDER] [WORKERS...]
 #   defaults: build/default results/bench_transports 2 4 8
+#   environment: ROUNDS (head-to-head rounds, default 6)
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -47,6 +56,21 @@ for n in "${workers[@]}"; do
       "$gradex" launch scenarios/bench_transports.json --transport "$transport" \
       --workers "$n" --schemes "$schemes" -q -o "$scratch/${transport}_$n" \
       > "$scratch/${transport}_$n.txt"
+  done
+done
+
+rounds="${ROUNDS:-6}"
+for n in "${workers[@]}"; do
+  for (( k = 1; k <= rounds; k++ )); do
+    order=ring,mpi
+    (( k % 2 == 0 )) && order=mpi,ring
+    port=$(( 29000 + RANDOM % 20000 ))
+    echo "transports: $n workers, head to head, round $k of $rounds ($order)" >&2
+    timeout 600 mpirun -n "$n" --oversubscribe --bind-to none \
+      --mca btl tcp,self --mca pml ob1 --mca btl_tcp_if_include lo \
+      -x GRADEX_RENDEZVOUS="127.0.0.1:$port" -x GRADEX_TOKEN="bench$port" \
+      "$gradex" launch scenarios/bench_head_to_head.json --transport tcp \
+      --workers "$n" --schemes "$order" -q -o "$scratch/head_to_head/${n}_$k" > /dev/null
   done
 done
 

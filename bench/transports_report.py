@@ -1,11 +1,14 @@
 #!/usr/bin/python3
 """Merges the runs of bench/transports.sh and compares gradex with MPI.
 
-Reads RUNS/<transport>_<workers>/results.csv (gradex result files), writes
-OUT/results.csv (all rows, with a transport column: tcp, zmq, or mpi for
-the MPI library's own schemes), OUT/ratios.md (per worker count and size:
-the ring's bus bandwidth over tcp and zmq against MPI_Allreduce's) and
-OUT/busbw_<n>_workers.png for the middle worker count.
+Reads RUNS/<transport>_<workers>/results.csv (gradex result files) and
+RUNS/head_to_head/<workers>_<round>/results.csv (the ring over tcp and
+MPI_Allreduce, one round each), writes OUT/results.csv (all sweep rows, with
+a transport column: tcp, zmq, or mpi for the MPI library's own schemes),
+OUT/head_to_head.csv (every round), OUT/ratios.md (per worker count and
+size: the ring's bus bandwidth over tcp and zmq against MPI_Allreduce's,
+in the sweep and head to head) and OUT/busbw_<n>_workers.png for the
+middle worker count.
 
 Usage: bench/transports_report.py RUNS OUT
 """
@@ -36,6 +39,64 @@ def load(runs):
     if not rows:
         sys.exit(f"transports_report: no runs in {runs}")
     return rows
+
+
+def load_head_to_head(runs):
+    """One row per worker count, size and round: both schemes' times."""
+    folder = os.path.join(runs, "head_to_head")
+    out = []
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        m = re.fullmatch(r"(\d+)_(\d+)", name)
+        if not m:
+            continue
+        path = os.path.join(folder, name, "results.csv")
+        if not os.path.exists(path):
+            sys.exit(f"transports_report: {path} is missing (that run failed)")
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+        first = rows[0]["scheme"]
+        by = {(r["scheme"], int(r["bytes"])): r for r in rows}
+        for size in sorted({int(r["bytes"]) for r in rows}):
+            ring, mpi = by.get(("ring", size)), by.get(("mpi", size))
+            if not ring or not mpi:
+                sys.exit(f"transports_report: {path}: ring or mpi missing at {size} bytes")
+            t_ring, t_mpi = float(ring["time_s"]), float(mpi["time_s"])
+            out.append({"workers": int(m.group(1)), "round": int(m.group(2)), "first": first,
+                        "bytes": size, "ring_time_s": t_ring, "mpi_time_s": t_mpi,
+                        "busbw_ratio": t_mpi / t_ring})
+    return out
+
+
+def median(values):
+    v = sorted(values)
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
+
+
+def head_to_head(rounds):
+    if not rounds:
+        return ""
+    lines = ["## Head to head: ring over tcp against MPI_Allreduce, order swapped every round",
+             "",
+             "Each round runs both in one mpirun, one after the other; odd rounds run the ring "
+             "first, even rounds MPI. busbw ratio = ring busbw / MPI_Allreduce busbw = MPI time / "
+             "ring time (above 1: gradex is faster); time ratio = ring time / MPI time (below 1: "
+             "gradex is faster).", "",
+             "| workers | size | rounds | median busbw ratio | min | max | rounds the ring was "
+             "at least as fast | median time ratio | every round's busbw ratio |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for n in sorted({r["workers"] for r in rounds}):
+        for size in sorted({r["bytes"] for r in rounds if r["workers"] == n}):
+            mine = sorted((r for r in rounds if r["workers"] == n and r["bytes"] == size),
+                          key=lambda r: r["round"])
+            ratios = [r["busbw_ratio"] for r in mine]
+            wins = sum(x >= 1 for x in ratios)
+            lines.append(f"| {n} | {human(size)} | {len(ratios)} | {median(ratios):.2f} "
+                         f"| {min(ratios):.2f} | {max(ratios):.2f} | {wins} of {len(ratios)} "
+                         f"| {median([1 / x for x in ratios]):.2f} "
+                         f"| {' '.join(f'{x:.2f}' for x in ratios)} |")
+    lines.append("")
+    return "\n".join(lines)
 
 
 def human(nbytes):
@@ -112,8 +173,14 @@ def main():
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         w.writerows(rows)
+    rounds = load_head_to_head(runs)
+    if rounds:
+        with open(os.path.join(out, "head_to_head.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rounds[0]))
+            w.writeheader()
+            w.writerows(rounds)
     with open(os.path.join(out, "ratios.md"), "w") as f:
-        f.write(ratios(rows) + "\n")
+        f.write(ratios(rows) + "\n" + head_to_head(rounds))
     counts = sorted({int(r["workers"]) for r in rows})
     middle = counts[len(counts) // 2]
     plot(rows, middle, os.path.join(out, f"busbw_{middle}_workers.png"))
