@@ -89,11 +89,8 @@ int run_launcher(const LaunchFlags& f, const RunPlan& plan) {
 
 int run_participant(const LaunchEnv& env, const LaunchFlags& f, const RunPlan& plan) {
   const int size = group_size(plan);
-  const std::string size_var = env.source == "GRADEX" ? "GRADEX_WORLD_SIZE"
-                               : env.source == "OMPI" ? "OMPI_COMM_WORLD_SIZE"
-                                                      : "SLURM_NTASKS";
   if (env.size != size) {
-    throw ConfigError(size_var, detail::concat(env.size, " processes, but the plan needs ", size,
+    throw ConfigError(env.size_variable, detail::concat(env.size, " processes, but the plan needs ", size,
                                                " endpoints (workers plus dedicated servers)"));
   }
   const Scenario& sc = plan.scenario;

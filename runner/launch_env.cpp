@@ -32,6 +32,8 @@ std::optional<LaunchEnv> launch_env(const std::function<const char*(const char*)
   };
   static constexpr Source kSources[] = {{"GRADEX", "GRADEX_RANK", "GRADEX_WORLD_SIZE"},
                                         {"OMPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                        // MPICH's and Intel MPI's Hydra, srun --mpi=pmi2
+                                        {"PMI", "PMI_RANK", "PMI_SIZE"},
                                         {"SLURM", "SLURM_PROCID", "SLURM_NTASKS"}};
   for (const Source& src : kSources) {
     const char* rank = get(src.rank);
@@ -40,6 +42,7 @@ std::optional<LaunchEnv> launch_env(const std::function<const char*(const char*)
     if (size == nullptr) throw ConfigError(src.size, std::string("missing while ") + src.rank + " is set");
     LaunchEnv env;
     env.source = src.label;
+    env.size_variable = src.size;
     env.size = parse_int(src.size, size, 1, 4096);
     env.rank = parse_int(src.rank, rank, 0, env.size - 1);
     const char* rdv = get("GRADEX_RENDEZVOUS");

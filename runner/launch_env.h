@@ -17,7 +17,8 @@ struct LaunchEnv {
   std::string token;       // GRADEX_TOKEN; must match on every rank
   std::string bind_host;   // GRADEX_BIND, default 127.0.0.1 (loopback only)
   std::string advertise;   // GRADEX_ADVERTISE: the address peers dial, default bind_host
-  std::string source;      // which variables gave the rank ("GRADEX", "OMPI", "SLURM")
+  std::string source;      // which variables gave the rank ("GRADEX", "OMPI", "PMI", "SLURM")
+  std::string size_variable;  // the variable that gave the world size, for errors
 };
 
 // Reads the variables through `get` (std::getenv in the CLI). Returns

@@ -90,6 +90,23 @@ TEST_F(Launch, TwoHostsRecipeOnTwoLoopbackAddresses) {
   EXPECT_NE(o.find("Out of bounds values : 0 OK"), std::string::npos) << o;
 }
 
+// MPICH's mpiexec (Hydra) starts processes with PMI_RANK and PMI_SIZE.
+TEST_F(Launch, JoinsFromPmiVariables) {
+  const fs::path sc = write("pmi.json", R"({"name": "pmi", "transport": "tcp", "workers": 2,
+      "sizes": [4096], "iters": 2, "warmup_iters": 1, "schemes": ["ring"], "timeout_ms": 10000})");
+  const std::string common = "PMI_SIZE=2 GRADEX_TOKEN=s GRADEX_RENDEZVOUS=127.0.0.1:" +
+                             std::to_string(free_port()) + " ";
+  const std::string args = " launch --no-output " + sc.string();
+  ASSERT_EQ(shell(common + "PMI_RANK=0 " + kGradex + args + " & p0=$!; " + common + "PMI_RANK=1 " +
+                  kGradex + args + " > /dev/null; r=$?; wait $p0 || r=1; exit $r"),
+            0)
+      << slurp(dir_ / "stderr");
+  const std::string o = slurp(dir_ / "stdout");
+  EXPECT_NE(o.find("launched: 2 processes over tcp (ranks from PMI variables)"), std::string::npos)
+      << o;
+  EXPECT_NE(o.find("Out of bounds values : 0 OK"), std::string::npos) << o;
+}
+
 // The same recipe across two network namespaces joined by a veth pair
 // (scripts/two_hosts_netns.sh): two network stacks, each rank bound to the
 // wildcard and dialled at its host's own address, the link between the
@@ -216,7 +233,7 @@ std::optional<LaunchEnv> from(const std::map<std::string, std::string>& vars) {
   });
 }
 
-TEST(LaunchEnv, ReadsGradexOpenMpiAndSlurmVariables) {
+TEST(LaunchEnv, ReadsGradexOpenMpiPmiAndSlurmVariables) {
   EXPECT_FALSE(from({}).has_value());
   auto g = from({{"GRADEX_RANK", "1"}, {"GRADEX_WORLD_SIZE", "4"},
                  {"GRADEX_RENDEZVOUS", "10.0.0.1:29500"}, {"GRADEX_TOKEN", "t"}});
@@ -229,6 +246,13 @@ TEST(LaunchEnv, ReadsGradexOpenMpiAndSlurmVariables) {
   ASSERT_TRUE(o);
   EXPECT_EQ(o->rank, 3);
   EXPECT_EQ(o->source, "OMPI");
+  EXPECT_EQ(o->size_variable, "OMPI_COMM_WORLD_SIZE");
+  // MPICH's mpiexec (Hydra) sets PMI_RANK/PMI_SIZE.
+  auto p = from({{"PMI_RANK", "2"}, {"PMI_SIZE", "3"}, {"GRADEX_RENDEZVOUS", "h:1"}});
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->rank, 2);
+  EXPECT_EQ(p->size, 3);
+  EXPECT_EQ(p->source, "PMI");
   auto s = from({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"GRADEX_RENDEZVOUS", "h:1"},
                  {"GRADEX_BIND", "0.0.0.0"}, {"GRADEX_ADVERTISE", "10.1.2.3"}});
   ASSERT_TRUE(s);
@@ -250,6 +274,8 @@ TEST(LaunchEnv, BadVariablesNameThemselves) {
   EXPECT_EQ(field({{"GRADEX_RANK", "x"}, {"GRADEX_WORLD_SIZE", "2"}, {"GRADEX_RENDEZVOUS", "h:1"}}),
             "GRADEX_RANK");
   EXPECT_EQ(field({{"SLURM_PROCID", "0"}}), "SLURM_NTASKS");
+  EXPECT_EQ(field({{"PMI_RANK", "0"}}), "PMI_SIZE");
+  EXPECT_EQ(field({{"PMI_RANK", "3"}, {"PMI_SIZE", "3"}, {"GRADEX_RENDEZVOUS", "h:1"}}), "PMI_RANK");
   EXPECT_EQ(field({{"GRADEX_RANK", "0"}, {"GRADEX_WORLD_SIZE", "2"}, {"GRADEX_RENDEZVOUS", "h:1"},
                    {"GRADEX_BIND", "0.0.0.0"}}),
             "GRADEX_ADVERTISE");
