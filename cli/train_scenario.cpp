@@ -118,7 +118,7 @@ int run_train_plan_on_group(const RunPlan& plan, const TrainJob& job, Comm& comm
     if (printing) print_train_run_header(out, run);
     std::vector<int> members(static_cast<std::size_t>(endpoints));
     std::iota(members.begin(), members.end(), 0);
-    SubComm group(comm, members, static_cast<std::uint32_t>(i % (1u << 20)));
+    SubComm group(comm, members, static_cast<std::uint32_t>(i % kSubCommSpaces));
     // Each process builds its own scheme: the plan's instance is only read.
     SchemeExchange exchange(make_scheme(run.scheme, scheme_options(sc, run.workers)));
     const bool traced = i == 0 && !job.workload().trace.empty();

@@ -115,9 +115,18 @@ struct ForwardedState final : RequestState {
 };
 }  // namespace
 
+namespace {
+// Where each level's field starts (comm.h's tag layout).
+constexpr int kSecondLevelShift = 22;
+constexpr int kFirstLevelShift = 42;
+}  // namespace
+
 SubComm::SubComm(Comm& parent, std::vector<int> members, std::uint32_t tag_space)
-    : parent_(parent), members_(std::move(members)), tag_base_(Tag{tag_space + 1u} << 40) {
-  GRADEX_ENFORCE_LT(tag_space, 1u << 20, "sub-group tag space too large");
+    : parent_(parent), members_(std::move(members)) {
+  GRADEX_ENFORCE_LT(tag_space, kSubCommSpaces, "sub-group tag space too large");
+  if (const auto* outer = dynamic_cast<const SubComm*>(&parent)) depth_ = outer->depth_ + 1;
+  GRADEX_ENFORCE(depth_ <= 2, "sub-groups nest at most two deep");
+  tag_base_ = Tag{tag_space + 1u} << (depth_ == 1 ? kFirstLevelShift : kSecondLevelShift);
   for (std::size_t i = 0; i < members_.size(); ++i) {
     GRADEX_ENFORCE(members_[i] >= 0 && members_[i] < parent.size(), "member ", members_[i],
                    " outside the parent group");
@@ -126,7 +135,12 @@ SubComm::SubComm(Comm& parent, std::vector<int> members, std::uint32_t tag_space
   GRADEX_ENFORCE(rank_ >= 0, "parent rank ", parent.rank(), " is not a member of the sub-group");
 }
 
-Tag SubComm::shift(Tag tag) const { return tag_base_ + tag; }
+Tag SubComm::shift(Tag tag) const {
+  // A first-level group also carries its second-level groups' tags.
+  const Tag limit = Tag{1} << (depth_ == 1 ? kFirstLevelShift : kSecondLevelShift);
+  GRADEX_ENFORCE_LT(tag & (kReservedTagBase - 1), limit, "tag too large for a sub-group");
+  return tag_base_ + tag;
+}
 
 std::shared_ptr<RequestState> SubComm::start_send(int peer, const void* data, std::size_t bytes,
                                                   Tag tag) {

@@ -123,10 +123,20 @@ class Comm {
 // here is parent rank members[i]. Tags are shifted into a private range so
 // traffic of different sub-groups (and of the parent) never matches.
 // Traffic is counted by the parent only.
+//
+// Sub-groups nest two deep (a run's group, then a hierarchical scheme's
+// node and inter-node groups inside it), each level with a bit field of
+// its own, so no two paths through the levels share a tag: bit 62 marks
+// gradex's own messages (kReservedTagBase), bits 42-61 hold a first-level
+// sub-group's space + 1, bits 22-41 a second level's, and bits 0-21 the tag
+// the scheme chose, which must stay below 2^22.
+inline constexpr std::uint32_t kSubCommSpaces = (1u << 20) - 1;
+
 class SubComm final : public Comm {
  public:
   // `tag_space` identifies this sub-group among those built concurrently
-  // from the same parent (e.g. the node index); it must be < 2^20.
+  // from the same parent (e.g. the node index); it must be below
+  // kSubCommSpaces.
   SubComm(Comm& parent, std::vector<int> members, std::uint32_t tag_space);
 
   int rank() const override { return rank_; }
@@ -151,6 +161,7 @@ class SubComm final : public Comm {
   Comm& parent_;
   std::vector<int> members_;
   int rank_ = -1;
+  int depth_ = 1;  // 1: the parent is no sub-group; 2: it is one
   Tag tag_base_;
 };
 

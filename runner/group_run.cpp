@@ -46,7 +46,7 @@ std::vector<ResultRow> execute_plan_on_group(
     if (comm.rank() >= endpoints) continue;
     std::vector<int> members(static_cast<std::size_t>(endpoints));
     std::iota(members.begin(), members.end(), 0);
-    SubComm group(comm, members, static_cast<std::uint32_t>(i % (1u << 20)));
+    SubComm group(comm, members, static_cast<std::uint32_t>(i % kSubCommSpaces));
     MeasureRequest req;
     req.dtype = sc.dtype;
     req.op = sc.op;

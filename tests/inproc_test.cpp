@@ -101,6 +101,34 @@ TEST(Inproc, SubGroupsTranslateRanksAndIsolateTags) {
   });
 }
 
+// Sub-groups of sub-groups: group 1 of outer group 0 and group 0 of outer
+// group 1 must not share tags (adding the two levels' offsets would give
+// both the same one, and the first message sent would match the first
+// receive posted).
+TEST(Inproc, NestedSubGroupsIsolateTags) {
+  InprocWorld world(2);
+  run_ranks(world, [](Comm& c) {
+    SubComm outer0(c, {0, 1}, 0), outer1(c, {0, 1}, 1);
+    SubComm inner01(outer0, {0, 1}, 1), inner10(outer1, {0, 1}, 0);
+    const int peer = 1 - c.rank();
+    if (c.rank() == 0) {
+      int a = -1, b = -1;
+      Request ra = inner01.irecv(peer, &a, sizeof a, 0);
+      Request rb = inner10.irecv(peer, &b, sizeof b, 0);
+      inner01.wait(ra);
+      inner10.wait(rb);
+      EXPECT_EQ(a, 1);
+      EXPECT_EQ(b, 10);
+    } else {
+      const int one = 1, ten = 10;
+      inner10.send(peer, &ten, sizeof ten, 0);
+      inner01.send(peer, &one, sizeof one, 0);
+    }
+    // A third level has no field of its own.
+    EXPECT_THROW(SubComm(inner01, {0, 1}, 0), std::exception);
+  });
+}
+
 TEST(Inproc, BarrierHoldsEveryoneUntilAllArrive) {
   InprocWorld world(5);
   std::atomic<int> arrived{0};
