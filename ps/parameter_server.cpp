@@ -13,19 +13,20 @@ namespace gradex {
 
 ParameterServerScheme::ParameterServerScheme(SchemeOptions options)
     : Scheme(std::move(options)),
-      layout_(this->options().workers, this->options().servers, this->options().placement) {}
+      layout_(this->options().workers, this->options().servers, this->options().placement),
+      memory_(layout_.servers()) {}
 
 void ParameterServerScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
   GRADEX_ENFORCE_EQ(comm.size(), endpoints(), "parameter server group size");
   const int me = comm.rank();
   if (me < workers()) {
-    worker_round(comm, layout_, data, op);
+    worker_round(comm, layout_, data, op, memory_);
     return;
   }
   // A dedicated endpoint runs exactly one server: endpoint workers + k.
   const int k = me - workers();
   serve_round(comm, workers(), k, shard_range(data.count, layout_.servers(), k).count, data.dtype,
-              op);
+              op, memory_);
 }
 
 Traffic ParameterServerScheme::expected_traffic(int endpoint, std::size_t count,

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "common/scheme.h"
+#include "ps/server.h"
 #include "ps/sharding.h"
 
 namespace gradex {
@@ -34,6 +35,7 @@ class ParameterServerScheme final : public Scheme {
 
  private:
   ServerLayout layout_;
+  ServerMemory memory_;  // the servers' accumulators, kept between rounds
 };
 
 }  // namespace gradex

@@ -2,12 +2,24 @@
 
 #include <vector>
 
+#include "common/errors.h"
 #include "ps/protocol.h"
 
 namespace gradex {
 
+std::byte* ServerMemory::accumulator(int server, std::size_t bytes) {
+  GRADEX_ENFORCE(server >= 0 && static_cast<std::size_t>(server) < buffers_.size(), "server ",
+                 server);
+  Buffer& b = buffers_[static_cast<std::size_t>(server)];
+  if (b.bytes < bytes) {
+    b.data.reset(new std::byte[bytes]);  // default-initialised: not zeroed
+    b.bytes = bytes;
+  }
+  return b.data.get();
+}
+
 void serve_round(Comm& comm, int workers, int server, std::size_t count, DType dtype,
-                 ReduceOp op) {
+                 ReduceOp op, ServerMemory& memory) {
   if (count == 0) return;  // an empty shard moves nothing (protocol.h)
   // The server's own memory: a dedicated server holds no gradient, and a
   // co-located one must not touch its worker's buffer, which is still
@@ -15,8 +27,8 @@ void serve_round(Comm& comm, int workers, int server, std::size_t count, DType d
   // A phantom-payload transport (the simulator) gets a phantom accumulator:
   // the same messages, no memory.
   const bool phantom = comm.phantom_payloads();
-  std::vector<std::byte> storage(phantom ? 0 : count * dtype_size(dtype));
-  const Tensor acc{phantom ? nullptr : storage.data(), count, dtype};
+  const Tensor acc{phantom ? nullptr : memory.accumulator(server, count * dtype_size(dtype)), count,
+                   dtype};
 
   // Push: the first contribution is copied in (no identity element needed,
   // which min and max lack); the others are combined one at a time, since

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
+#include <vector>
 
 #include "common/comm.h"
 #include "common/dtype.h"
@@ -11,12 +13,32 @@
 
 namespace gradex {
 
+// The servers' accumulators, one per server, kept from round to round as a
+// server process keeps its memory: a timed round then neither allocates
+// nor zero-fills (nor, for large shards, faults in fresh pages). Server k's
+// buffer is only ever used by the one endpoint that hosts k, so endpoints
+// on threads or fibers of one process never share a buffer.
+class ServerMemory {
+ public:
+  explicit ServerMemory(int servers) : buffers_(static_cast<std::size_t>(servers)) {}
+  // At least `bytes` of server `server`'s memory; contents undefined.
+  std::byte* accumulator(int server, std::size_t bytes);
+
+ private:
+  struct Buffer {
+    std::unique_ptr<std::byte[]> data;
+    std::size_t bytes = 0;
+  };
+  std::vector<Buffer> buffers_;
+};
+
 // Serves one round of server `server`, whose shard has `count` elements of
 // `dtype`, to workers 0..workers-1 of `comm` (the host itself may be one of
-// them: its messages to itself are local copies). Combines with
-// combining_op(op); finishing an average is left to the workers. The
-// workers' pull receives must be posted before this blocks on its sends.
+// them: its messages to itself are local copies), accumulating in
+// `memory`. Combines with combining_op(op); finishing an average is left to
+// the workers. The workers' pull receives must be posted before this blocks
+// on its sends.
 void serve_round(Comm& comm, int workers, int server, std::size_t count, DType dtype,
-                 ReduceOp op);
+                 ReduceOp op, ServerMemory& memory);
 
 }  // namespace gradex

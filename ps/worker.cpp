@@ -28,7 +28,8 @@ std::vector<Request> PsWorker::pull(Tensor out) {
   return received;
 }
 
-void worker_round(Comm& comm, const ServerLayout& layout, Tensor data, ReduceOp op) {
+void worker_round(Comm& comm, const ServerLayout& layout, Tensor data, ReduceOp op,
+                  ServerMemory& memory) {
   GRADEX_ENFORCE(!data.phantom() || comm.phantom_payloads(), "a worker needs its gradient, rank ",
                  comm.rank());
   PsWorker worker(comm, layout);
@@ -39,7 +40,7 @@ void worker_round(Comm& comm, const ServerLayout& layout, Tensor data, ReduceOp 
   std::vector<Request> pushes = worker.push(data);
   for (int k : layout.hosted_on(comm.rank())) {
     serve_round(comm, layout.workers(), k, shard_range(data.count, layout.servers(), k).count,
-                data.dtype, op);
+                data.dtype, op, memory);
   }
   worker.wait(pushes);
   worker.wait(pulls);

@@ -8,6 +8,7 @@
 #include "common/comm.h"
 #include "common/dtype.h"
 #include "common/reduce.h"
+#include "ps/server.h"
 #include "ps/sharding.h"
 
 namespace gradex {
@@ -31,7 +32,9 @@ class PsWorker {
 
 // One synchronous round on worker endpoint comm.rank(): push every shard,
 // pull every result, and run the servers this endpoint hosts (co-located
-// placement) in between. Ends with op over all workers' `data`, in place.
-void worker_round(Comm& comm, const ServerLayout& layout, Tensor data, ReduceOp op);
+// placement) in between, accumulating in `memory`. Ends with op over all
+// workers' `data`, in place.
+void worker_round(Comm& comm, const ServerLayout& layout, Tensor data, ReduceOp op,
+                  ServerMemory& memory);
 
 }  // namespace gradex

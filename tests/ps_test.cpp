@@ -12,6 +12,7 @@
 #include "common/errors.h"
 #include "common/topology.h"
 #include "ps/parameter_server.h"
+#include "ps/server.h"
 #include "ps/sharding.h"
 #include "runner/measure.h"
 #include "schemes/registry.h"
@@ -106,6 +107,21 @@ TEST(ServerLayout, RejectsEmptyRoles) {
 
 const ServerLayout& layout_of(const Scheme& s) {
   return dynamic_cast<const ParameterServerScheme&>(s).layout();
+}
+
+// A server keeps its accumulator from round to round (a timed round must
+// not allocate), each server its own.
+TEST(ServerMemory, KeepsEachServersBufferBetweenRounds) {
+  ServerMemory memory(2);
+  std::byte* a = memory.accumulator(0, 1 << 20);
+  std::byte* b = memory.accumulator(1, 1 << 20);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(memory.accumulator(0, 1 << 20), a);
+  EXPECT_EQ(memory.accumulator(0, 4096), a);  // a smaller shard reuses it
+  std::byte* grown = memory.accumulator(0, 2 << 20);
+  grown[(2 << 20) - 1] = std::byte{1};  // the whole size is usable
+  EXPECT_EQ(memory.accumulator(1, 1 << 20), b);
+  EXPECT_THROW(memory.accumulator(2, 16), std::exception);
 }
 
 TEST(PsPresets, PinWhatTheirNamesSay) {
