@@ -45,7 +45,10 @@ void print_preamble(std::ostream& out, const Scenario& s) {
         << describe_link(s.network.inter_node)
         << (s.network.nic_per_node ? "; one NIC per node" : "; one NIC per endpoint") << "\n";
   } else {
-    out << "# network: unshaped (in-process, as fast as memory allows)\n";
+    out << "# network: unshaped ("
+        << (s.transport == "inproc" ? "in-process, as fast as memory allows"
+                                    : "as fast as the real network and the hosts allow")
+        << ")\n";
   }
   out << "# ps: " << s.ps_servers << " server(s), "
       << (s.ps_placement == ServerPlacement::dedicated ? "dedicated" : "colocated")
