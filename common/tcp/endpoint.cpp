@@ -432,6 +432,34 @@ struct TcpEndpoint::Impl {
     }
   }
 
+  // "; to rank 3: 2 frames queued, 1024 of 4194340 bytes of the first
+  // written; from rank 3: 512 of 4194304 payload bytes read, ..." for every
+  // connection with something in hand, and the receives still posted.
+  std::string describe_pending() const {
+    std::string out;
+    for (int p = 0; p < size; ++p) {
+      const Link& l = links[static_cast<std::size_t>(p)];
+      if (!l.sends.empty()) {
+        out += detail::concat("; to rank ", p, ": ", l.sends.size(), " frame(s) queued, ",
+                              l.written, " of ", l.sends.front()->header.size() + l.sends.front()->bytes,
+                              " bytes of the first written");
+      }
+      if (l.in != Inbound::header || l.read > 0 || l.stage_end > l.stage_begin) {
+        out += detail::concat("; from rank ", p, ": ", l.read, " of ",
+                              l.in == Inbound::header ? l.in_header.size() : l.frame.length,
+                              l.in == Inbound::header ? " header" : " payload",
+                              " bytes read, ", l.stage_end - l.stage_begin, " staged");
+      }
+    }
+    std::size_t posted_receives = 0;
+    for (const auto& [key, ops] : posted) posted_receives += ops.size();
+    std::size_t early = 0;
+    for (const auto& [key, msgs] : unexpected) early += msgs.size();
+    out += detail::concat("; ", posted_receives, " receive(s) posted, ", early,
+                          " message(s) waiting for theirs");
+    return out;
+  }
+
   // ---- ending ---------------------------------------------------------------
 
   // Best effort: a short abort frame on every link whose stream is at a
@@ -707,6 +735,9 @@ void TcpEndpoint::wait_state(RequestState& state) {
     }
     return;
   }
+  const std::string waiting = detail::concat(
+      "waiting to ", op.kind == OpKind::send ? "send to" : "receive from", " rank ", op.peer,
+      " (tag ", op.tag, ", ", op.bytes, " bytes)");
   if (m.failed || m.closed) {
     const int who = m.failed ? m.failed_peer : m.rank;
     const std::string why =
@@ -714,12 +745,13 @@ void TcpEndpoint::wait_state(RequestState& state) {
     // Pass the news on: a peer blocked on this rank learns the root cause
     // now instead of seeing this rank vanish.
     abort(who, why);
-    throw PeerLostError(who, why);
+    throw PeerLostError(who, detail::concat(why, " (rank ", m.rank, " was ", waiting, ")"));
   }
-  const std::string what = detail::concat(
-      "rank ", m.rank, ": timed out after ", m.options.timeout.count(), " ms waiting to ",
-      op.kind == OpKind::send ? "send to" : "receive from", " rank ", op.peer, " (tag ", op.tag,
-      ", ", op.bytes, " bytes)");
+  // What every connection still had in hand, to tell a lost message from a
+  // slow peer.
+  const std::string what = detail::concat("rank ", m.rank, ": timed out after ",
+                                          m.options.timeout.count(), " ms ", waiting,
+                                          m.describe_pending());
   abort(m.rank, what);
   throw TimeoutError(what);
 }
