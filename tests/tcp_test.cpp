@@ -357,6 +357,27 @@ TEST(TcpFailure, AWaitThatTimesOutNamesThePeer) {
   }
 }
 
+// A timeout also says what the endpoint had in hand: here the receive it
+// waits for, and a message under another tag that nobody receives.
+TEST(TcpFailure, ATimeoutSaysWhatWasPending) {
+  try {
+    run_endpoint_ranks("tcp", 2, quick(300ms), [](Comm& c) {
+      int x = 0;
+      if (c.rank() == 0) {
+        c.recv(1, &x, sizeof x, 5);
+      } else {
+        c.send(0, &x, sizeof x, 6);
+        std::this_thread::sleep_for(600ms);
+      }
+    });
+    FAIL() << "rank 0 should time out";
+  } catch (const TimeoutError& e) {
+    EXPECT_NE(std::string(e.what()).find("1 receive(s) posted, 1 message(s) waiting for theirs"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // Polling before sleeping never stretches a wait past its timeout.
 TEST(TcpFailure, AWaitThatPollsLongerThanTheTimeoutStillTimesOut) {
   TcpOptions options = quick(300ms);
