@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "common/errors.h"
 #include "runner/measure_group.h"
@@ -43,10 +44,15 @@ std::vector<ResultRow> execute_plan_on_group(
     comm.barrier();
     reshape(shaping);
     comm.barrier();
-    if (comm.rank() >= endpoints) continue;
+    // Endpoints the scheme does not use (a PS's servers while a ring runs)
+    // sit the run out, but meet the others after every size: a wait of
+    // theirs then lasts one size's iterations, not the whole run, which may
+    // take longer than the timeout that bounds every wait.
+    const bool member = comm.rank() < endpoints;
     std::vector<int> members(static_cast<std::size_t>(endpoints));
     std::iota(members.begin(), members.end(), 0);
-    SubComm group(comm, members, static_cast<std::uint32_t>(i % kSubCommSpaces));
+    std::optional<SubComm> group;
+    if (member) group.emplace(comm, members, static_cast<std::uint32_t>(i % kSubCommSpaces));
     MeasureRequest req;
     req.dtype = sc.dtype;
     req.op = sc.op;
@@ -54,11 +60,15 @@ std::vector<ResultRow> execute_plan_on_group(
     req.iters = sc.iters;
     for (std::size_t bytes : sc.sizes) {
       req.count = bytes / dtype_size(sc.dtype);
-      const Measurement m = measure_group(group, scheme, req);
-      if (comm.rank() != 0) continue;
-      ResultRow row = result_row(sc, run, req.count, m, topo);
-      on_row(run, row);
-      rows.push_back(std::move(row));
+      if (member) {
+        const Measurement m = measure_group(*group, scheme, req);
+        if (comm.rank() == 0) {
+          ResultRow row = result_row(sc, run, req.count, m, topo);
+          on_row(run, row);
+          rows.push_back(std::move(row));
+        }
+      }
+      comm.barrier();
     }
   }
   return rows;

@@ -90,6 +90,20 @@ TEST_F(Launch, TwoHostsRecipeOnTwoLoopbackAddresses) {
   EXPECT_NE(o.find("Out of bounds values : 0 OK"), std::string::npos) << o;
 }
 
+// The PS's server has nothing to do while the ring runs; it meets the
+// workers after every size, so a ring run longer than the timeout (here 60
+// sizes, each far shorter than it) does not time the idle server out.
+TEST_F(Launch, AnIdleServerOutlastsARunLongerThanTheTimeout) {
+  std::string sizes;
+  for (int k = 0; k < 60; ++k) sizes += (k ? ", " : "") + std::to_string(4096 + 4 * k);
+  const fs::path sc = write("idle.json", R"({"name": "idle", "transport": "tcp", "workers": 2,
+      "sizes": [)" + sizes + R"(], "iters": 500, "warmup_iters": 1, "schemes": ["ring", "ps"],
+      "timeout_ms": 500})");
+  const gradex::testing::Outcome o = gradex("launch -n 2 -q --no-output " + sc.string());
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.err.find("timed out"), std::string::npos) << o.err;
+}
+
 // MPICH's mpiexec (Hydra) starts processes with PMI_RANK and PMI_SIZE.
 TEST_F(Launch, JoinsFromPmiVariables) {
   const fs::path sc = write("pmi.json", R"({"name": "pmi", "transport": "tcp", "workers": 2,
