@@ -23,19 +23,26 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def load(runs):
-    rows = []
-    for name in sorted(os.listdir(runs)):
-        m = re.fullmatch(r"(tcp|zmq)_(\d+)", name)
+def result_folders(folder, pattern):
+    """(name match, rows of results.csv) for each run folder whose name
+    matches `pattern`; a matching folder without results is a failed run."""
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        m = re.fullmatch(pattern, name)
         if not m:
             continue
-        path = os.path.join(runs, name, "results.csv")
+        path = os.path.join(folder, name, "results.csv")
         if not os.path.exists(path):
             sys.exit(f"transports_report: {path} is missing (that run failed)")
         with open(path, newline="") as f:
-            for r in csv.DictReader(f):
-                r["transport"] = "mpi" if r["scheme"].startswith("mpi") else m.group(1)
-                rows.append(r)
+            yield m, list(csv.DictReader(f))
+
+
+def load(runs):
+    rows = []
+    for m, found in result_folders(runs, r"(tcp|zmq)_(\d+)"):
+        for r in found:
+            r["transport"] = "mpi" if r["scheme"].startswith("mpi") else m.group(1)
+            rows.append(r)
     if not rows:
         sys.exit(f"transports_report: no runs in {runs}")
     return rows
@@ -43,23 +50,15 @@ def load(runs):
 
 def load_head_to_head(runs):
     """One row per worker count, size and round: both schemes' times."""
-    folder = os.path.join(runs, "head_to_head")
     out = []
-    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
-        m = re.fullmatch(r"(\d+)_(\d+)", name)
-        if not m:
-            continue
-        path = os.path.join(folder, name, "results.csv")
-        if not os.path.exists(path):
-            sys.exit(f"transports_report: {path} is missing (that run failed)")
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
+    for m, rows in result_folders(os.path.join(runs, "head_to_head"), r"(\d+)_(\d+)"):
         first = rows[0]["scheme"]
         by = {(r["scheme"], int(r["bytes"])): r for r in rows}
         for size in sorted({int(r["bytes"]) for r in rows}):
             ring, mpi = by.get(("ring", size)), by.get(("mpi", size))
             if not ring or not mpi:
-                sys.exit(f"transports_report: {path}: ring or mpi missing at {size} bytes")
+                sys.exit(f"transports_report: head_to_head/{m.group(0)}: ring or mpi missing "
+                         f"at {size} bytes")
             t_ring, t_mpi = float(ring["time_s"]), float(mpi["time_s"])
             out.append({"workers": int(m.group(1)), "round": int(m.group(2)), "first": first,
                         "bytes": size, "ring_time_s": t_ring, "mpi_time_s": t_mpi,
