@@ -91,15 +91,17 @@ TEST_F(Launch, TwoHostsRecipeOnTwoLoopbackAddresses) {
 }
 
 // The PS's server has nothing to do while the ring runs; it meets the
-// workers after every size, so a ring run longer than the timeout (here 200
-// sizes of 20 iterations: about 1 s, each size some 5 ms, 50 under
-// sanitizers) does not time the idle server out.
+// workers after every size, so a ring run longer than the timeout does not
+// time the idle server out. The network is shaped so that the times do not
+// depend on the machine or a sanitizer: 64 KiB at 10 MB/s takes 6.5 ms, so
+// each size (10 iterations) takes some 65 ms and the ring's 20 sizes 1.3 s,
+// against a timeout of 600 ms.
 TEST_F(Launch, AnIdleServerOutlastsARunLongerThanTheTimeout) {
   std::string sizes;
-  for (int k = 0; k < 200; ++k) sizes += (k ? ", " : "") + std::to_string(4096 + 4 * k);
+  for (int k = 0; k < 20; ++k) sizes += (k ? ", " : "") + std::to_string(65536 + 4 * k);
   const fs::path sc = write("idle.json", R"({"name": "idle", "transport": "tcp", "workers": 2,
-      "sizes": [)" + sizes + R"(], "iters": 20, "warmup_iters": 1, "schemes": ["ring", "ps"],
-      "timeout_ms": 500})");
+      "sizes": [)" + sizes + R"(], "iters": 10, "warmup_iters": 0, "schemes": ["ring", "ps"],
+      "timeout_ms": 600, "network": {"inter_node": {"bandwidth": "10MB/s", "latency": "0us"}}})");
   const gradex::testing::Outcome o = gradex("launch -n 2 -q --no-output " + sc.string());
   EXPECT_EQ(o.code, 0) << o.err;
   EXPECT_EQ(o.err.find("timed out"), std::string::npos) << o.err;
