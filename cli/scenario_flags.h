@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runner/plan.h"
+#include "train/train_job.h"
 
 namespace gradex::cli {
 
@@ -25,7 +26,11 @@ struct ScenarioFlags {
 void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags);
 // --unshaped, for the subcommands that move real bytes (run, launch).
 void add_unshaped_flag(CLI::App& cmd, ScenarioFlags& flags);
-// Throws ConfigError naming the scenario field or the flag at fault.
+// Throws ConfigError naming the scenario field ("x.json#/sizes/0") or the
+// flag at fault.
 RunPlan load_plan(const ScenarioFlags& flags);
+// How errors found after loading name a workload field: with the file, as
+// the parser names fields ("x.json#/workload/batch").
+FieldNamer workload_fields(const ScenarioFlags& flags);
 
 }  // namespace gradex::cli
