@@ -1,5 +1,6 @@
 #include "common/json_file.h"
 
+#include <cstdio>
 #include <fstream>
 #include <optional>
 #include <vector>
@@ -12,6 +13,22 @@ namespace gradex {
 namespace {
 
 using json = nlohmann::json;
+
+// The parser quotes the bytes it choked on; a terminal should not get raw
+// control or invalid UTF-8 bytes from them.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out;
+}
 
 // Builds the document event by event (nlohmann's SAX interface), keeping the
 // path from the root to the value being read. The depth cap is enforced as
@@ -51,7 +68,7 @@ class BoundedBuilder {
       // nlohmann's text after its "[json.exception...] parse error at ...: ".
       const std::string what = e.what();
       const auto colon = what.find(": ");
-      failure = "invalid JSON: " + (colon == std::string::npos ? what : what.substr(colon + 2));
+      failure = "invalid JSON: " + printable(colon == std::string::npos ? what : what.substr(colon + 2));
       offset = position;
     }
     return false;

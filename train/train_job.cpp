@@ -148,7 +148,7 @@ void TrainJob::check_worker_counts(const std::vector<int>& workers,
     try {
       training_steps_per_epoch(config_, train_->size(), n);
     } catch (const ConfigError& e) {
-      throw ConfigError(field(e.field()), e.reason() + " at " + std::to_string(n) + " workers");
+      throw ConfigError(field(e.field()), e.reason() + " (with " + std::to_string(n) + " workers)");
     }
   }
 }
