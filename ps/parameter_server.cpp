@@ -11,22 +11,28 @@
 
 namespace gradex {
 
-ParameterServerScheme::ParameterServerScheme(SchemeOptions options)
+ParameterServerScheme::ParameterServerScheme(SchemeOptions options, bool pipelined)
     : Scheme(std::move(options)),
       layout_(this->options().workers, this->options().servers, this->options().placement),
+      pipelined_(pipelined),
       memory_(layout_.servers()) {}
+
+std::size_t ParameterServerScheme::chunk(DType dtype) const {
+  if (!pipelined_) return 0;
+  return std::max<std::size_t>(1, options().segment_bytes / dtype_size(dtype));
+}
 
 void ParameterServerScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
   GRADEX_ENFORCE_EQ(comm.size(), endpoints(), "parameter server group size");
   const int me = comm.rank();
   if (me < workers()) {
-    worker_round(comm, layout_, data, op, memory_);
+    worker_round(comm, layout_, chunk(data.dtype), data, op, memory_);
     return;
   }
   // A dedicated endpoint runs exactly one server: endpoint workers + k.
   const int k = me - workers();
-  serve_round(comm, workers(), k, shard_range(data.count, layout_.servers(), k).count, data.dtype,
-              op, memory_);
+  serve_round(comm, workers(), k, shard_range(data.count, layout_.servers(), k).count,
+              chunk(data.dtype), data.dtype, op, memory_);
 }
 
 Traffic ParameterServerScheme::expected_traffic(int endpoint, std::size_t count,
@@ -35,28 +41,30 @@ Traffic ParameterServerScheme::expected_traffic(int endpoint, std::size_t count,
   const std::uint64_t elem = dtype_size(dtype);
   const int servers = layout_.servers();
   Traffic t;
-  // Worker side: one push out and one pull in per non-empty shard whose
-  // server runs elsewhere (a shard hosted here is a local copy).
+  // Worker side: one push out and one pull in per chunk of each non-empty
+  // shard whose server runs elsewhere (a shard hosted here is a local copy).
   if (endpoint < workers()) {
     for (int k = 0; k < servers; ++k) {
       const std::uint64_t n = shard_range(count, servers, k).count;
       if (n == 0 || layout_.host(k) == endpoint) continue;
+      const std::uint64_t chunks = chunk_count(n, chunk(dtype));
       t.bytes_sent += n * elem;
-      t.messages_sent += 1;
+      t.messages_sent += chunks;
       t.bytes_received += n * elem;
-      t.messages_received += 1;
+      t.messages_received += chunks;
     }
   }
-  // Server side: one push in and one pull out per worker other than this
-  // endpoint, for each non-empty shard served here.
+  // Server side: one push in and one pull out per chunk and per worker
+  // other than this endpoint, for each non-empty shard served here.
   const std::uint64_t peers = static_cast<std::uint64_t>(workers()) - (endpoint < workers());
   for (int k : layout_.hosted_on(endpoint)) {
     const std::uint64_t n = shard_range(count, servers, k).count;
     if (n == 0) continue;
+    const std::uint64_t chunks = chunk_count(n, chunk(dtype));
     t.bytes_received += peers * n * elem;
-    t.messages_received += peers;
+    t.messages_received += peers * chunks;
     t.bytes_sent += peers * n * elem;
-    t.messages_sent += peers;
+    t.messages_sent += peers * chunks;
   }
   return t;
 }
@@ -80,11 +88,21 @@ double ParameterServerScheme::model_time(std::size_t bytes, const Topology& topo
   for (int w = 0; w < workers(); ++w) {
     for (int k = 0; k < layout_.servers(); ++k) links.emplace_back(w, layout_.host(k));
   }
-  double phase = 0;  // the slowest link carrying the busiest port's bytes
-  for (const auto& [w, h] : links) {
-    if (w != h) phase = std::max(phase, message_time(topology.link(w, h), busiest));
-  }
-  return 2 * phase;
+  // The slowest link carrying `b` bytes through the busiest port.
+  const auto phase = [&](double b) {
+    double t = 0;
+    for (const auto& [w, h] : links) {
+      if (w != h) t = std::max(t, message_time(topology.link(w, h), b));
+    }
+    return t;
+  };
+  if (!pipelined_) return 2 * phase(busiest);
+  // Push and pull overlap: the busiest port's bytes pass once, and the
+  // pipeline fills (every worker's first chunk in before any sum goes
+  // out) and drains (the last chunk's sums out) by one chunk's share.
+  const double shard = static_cast<double>(shard_range(count, layout_.servers(), 0).count);
+  const double fill = std::min(1.0, static_cast<double>(chunk(DType::f32)) / shard);
+  return phase(busiest) + phase(busiest * fill);
 }
 
 }  // namespace gradex

@@ -1,5 +1,7 @@
 #include "ps/sharding.h"
 
+#include <algorithm>
+
 #include "common/errors.h"
 
 namespace gradex {
@@ -10,6 +12,17 @@ KeyRange shard_range(std::size_t count, int servers, int server) {
   const BlockSplit split{count, static_cast<std::size_t>(servers)};
   const auto k = static_cast<std::size_t>(server);
   return {split.offset(k), split.size(k)};
+}
+
+std::size_t chunk_count(std::size_t shard_count, std::size_t chunk) {
+  if (shard_count == 0) return 0;
+  return chunk == 0 ? 1 : (shard_count + chunk - 1) / chunk;
+}
+
+KeyRange chunk_range(KeyRange shard, std::size_t chunk, std::size_t j) {
+  if (chunk == 0) return shard;
+  const std::size_t begin = std::min(shard.count, j * chunk);
+  return {shard.offset + begin, std::min(chunk, shard.count - begin)};
 }
 
 ServerLayout::ServerLayout(int workers, int servers, ServerPlacement placement)

@@ -25,6 +25,17 @@ struct KeyRange {
 // last servers own nothing.
 KeyRange shard_range(std::size_t count, int servers, int server);
 
+// Pipelining (BytePS's tensor partitioning, ps-lite's key slicing): a shard
+// moves as consecutive chunks of at most `chunk` elements, so a server can
+// sum and return chunk j while chunk j+1 is still being pushed, and both
+// directions of every NIC carry data at once. All chunks of a shard travel
+// under the shard's tags: every transport keeps the messages of one (peer,
+// tag) in order, so the j-th chunk sent matches the j-th receive posted.
+// `chunk` 0 sends the whole shard as one message (push, then pull).
+std::size_t chunk_count(std::size_t shard_count, std::size_t chunk);
+// Chunk j of `shard`, as a range of the whole gradient.
+KeyRange chunk_range(KeyRange shard, std::size_t chunk, std::size_t j);
+
 // Where the servers of one parameter-server group run.
 class ServerLayout {
  public:

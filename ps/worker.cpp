@@ -1,38 +1,49 @@
 #include "ps/worker.h"
 
+#include <algorithm>
+
 #include "common/errors.h"
 #include "ps/protocol.h"
 #include "ps/server.h"
 
 namespace gradex {
 
-std::vector<Request> PsWorker::push(Tensor grad) {
-  std::vector<Request> sent;
-  for (int k = 0; k < layout_.servers(); ++k) {
-    const KeyRange r = shard_range(grad.count, layout_.servers(), k);
-    if (r.count == 0) continue;
-    const Tensor part = grad.slice(r.offset, r.count);
-    sent.push_back(comm_.isend(layout_.host(k), part.data, part.bytes(), push_tag(k)));
+template <typename Post>
+std::vector<Request> PsWorker::each_chunk(Tensor data, Post post) {
+  const int servers = layout_.servers();
+  std::vector<Request> posted;
+  std::size_t most = 0;
+  for (int k = 0; k < servers; ++k) {
+    most = std::max(most, chunk_count(shard_range(data.count, servers, k).count, chunk_));
   }
-  return sent;
+  for (std::size_t j = 0; j < most; ++j) {
+    for (int k = 0; k < servers; ++k) {
+      const KeyRange shard = shard_range(data.count, servers, k);
+      if (j >= chunk_count(shard.count, chunk_)) continue;
+      const KeyRange r = chunk_range(shard, chunk_, j);
+      posted.push_back(post(layout_.host(k), data.slice(r.offset, r.count), k));
+    }
+  }
+  return posted;
+}
+
+std::vector<Request> PsWorker::push(Tensor grad) {
+  return each_chunk(grad, [&](int host, const Tensor& part, int k) {
+    return comm_.isend(host, part.data, part.bytes(), push_tag(k));
+  });
 }
 
 std::vector<Request> PsWorker::pull(Tensor out) {
-  std::vector<Request> received;
-  for (int k = 0; k < layout_.servers(); ++k) {
-    const KeyRange r = shard_range(out.count, layout_.servers(), k);
-    if (r.count == 0) continue;
-    const Tensor part = out.slice(r.offset, r.count);
-    received.push_back(comm_.irecv(layout_.host(k), part.data, part.bytes(), pull_tag(k)));
-  }
-  return received;
+  return each_chunk(out, [&](int host, const Tensor& part, int k) {
+    return comm_.irecv(host, part.data, part.bytes(), pull_tag(k));
+  });
 }
 
-void worker_round(Comm& comm, const ServerLayout& layout, Tensor data, ReduceOp op,
-                  ServerMemory& memory) {
+void worker_round(Comm& comm, const ServerLayout& layout, std::size_t chunk, Tensor data,
+                  ReduceOp op, ServerMemory& memory) {
   GRADEX_ENFORCE(!data.phantom() || comm.phantom_payloads(), "a worker needs its gradient, rank ",
                  comm.rank());
-  PsWorker worker(comm, layout);
+  PsWorker worker(comm, layout, chunk);
   // Everything is posted before anything blocks: sends are rendezvous, so
   // a server (possibly this endpoint) can only answer once every worker's
   // pull receive is in place.
@@ -40,7 +51,7 @@ void worker_round(Comm& comm, const ServerLayout& layout, Tensor data, ReduceOp 
   std::vector<Request> pushes = worker.push(data);
   for (int k : layout.hosted_on(comm.rank())) {
     serve_round(comm, layout.workers(), k, shard_range(data.count, layout.servers(), k).count,
-                data.dtype, op, memory);
+                chunk, data.dtype, op, memory);
   }
   worker.wait(pushes);
   worker.wait(pulls);
