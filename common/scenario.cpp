@@ -212,7 +212,9 @@ Scenario parse_scenario(const nlohmann::json& document) {
   s.spin = std::chrono::microseconds(root.integer("spin_us", 100, 0, 1'000'000));
 
   JsonReader ps = root.object("ps");
-  s.ps_servers = static_cast<int>(ps.integer("servers", 1, 1, kMaxInprocRanks));
+  // 0 dedicated servers is ps_hybrid's all-reduce limit; the other PS
+  // schemes refuse it when planned.
+  s.ps_servers = static_cast<int>(ps.integer("servers", 1, 0, kMaxInprocRanks));
   s.ps_placement = one_of(ps, "placement", "dedicated", {"dedicated", "colocated"}) == "dedicated"
                        ? ServerPlacement::dedicated
                        : ServerPlacement::colocated;

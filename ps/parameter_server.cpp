@@ -29,9 +29,9 @@ void ParameterServerScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
     worker_round(comm, layout_, chunk(data.dtype), data, op, memory_);
     return;
   }
-  // A dedicated endpoint runs exactly one server: endpoint workers + k.
-  const int k = me - workers();
-  serve_round(comm, workers(), k, shard_range(data.count, layout_.servers(), k).count,
+  // A dedicated endpoint runs exactly one server.
+  const int k = layout_.hosted_on(me).front();
+  serve_round(comm, workers(), k, layout_.shard(data.count, k).count,
               chunk(data.dtype), data.dtype, op, memory_);
 }
 
@@ -45,7 +45,7 @@ Traffic ParameterServerScheme::expected_traffic(int endpoint, std::size_t count,
   // shard whose server runs elsewhere (a shard hosted here is a local copy).
   if (endpoint < workers()) {
     for (int k = 0; k < servers; ++k) {
-      const std::uint64_t n = shard_range(count, servers, k).count;
+      const std::uint64_t n = layout_.shard(count, k).count;
       if (n == 0 || layout_.host(k) == endpoint) continue;
       const std::uint64_t chunks = chunk_count(n, chunk(dtype));
       t.bytes_sent += n * elem;
@@ -58,7 +58,7 @@ Traffic ParameterServerScheme::expected_traffic(int endpoint, std::size_t count,
   // other than this endpoint, for each non-empty shard served here.
   const std::uint64_t peers = static_cast<std::uint64_t>(workers()) - (endpoint < workers());
   for (int k : layout_.hosted_on(endpoint)) {
-    const std::uint64_t n = shard_range(count, servers, k).count;
+    const std::uint64_t n = layout_.shard(count, k).count;
     if (n == 0) continue;
     const std::uint64_t chunks = chunk_count(n, chunk(dtype));
     t.bytes_received += peers * n * elem;
@@ -100,7 +100,10 @@ double ParameterServerScheme::model_time(std::size_t bytes, const Topology& topo
   // Push and pull overlap: the busiest port's bytes pass once, and the
   // pipeline fills (every worker's first chunk in before any sum goes
   // out) and drains (the last chunk's sums out) by one chunk's share.
-  const double shard = static_cast<double>(shard_range(count, layout_.servers(), 0).count);
+  double shard = 0;  // the largest: its chunks are the last to drain
+  for (int k = 0; k < layout_.servers(); ++k) {
+    shard = std::max(shard, static_cast<double>(layout_.shard(count, k).count));
+  }
   const double fill = std::min(1.0, static_cast<double>(chunk(DType::f32)) / shard);
   return phase(busiest) + phase(busiest * fill);
 }

@@ -1,6 +1,7 @@
 #include "ps/sharding.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/errors.h"
 
@@ -31,19 +32,38 @@ ServerLayout::ServerLayout(int workers, int servers, ServerPlacement placement)
     throw ConfigError("workers",
                       detail::concat("a parameter server needs a worker, got ", workers));
   }
+  if (placement == ServerPlacement::hybrid) {
+    if (servers < 0) {
+      throw ConfigError("ps/servers", detail::concat("dedicated servers cannot be negative, got ",
+                                                  servers));
+    }
+    servers_ = workers + servers;
+    return;
+  }
   if (servers < 1) {
-    throw ConfigError("servers",
+    throw ConfigError("ps/servers",
                       detail::concat("a parameter server needs a server, got ", servers));
   }
 }
 
-int ServerLayout::endpoints() const {
-  return placement_ == ServerPlacement::dedicated ? workers_ + servers_ : workers_;
+int ServerLayout::dedicated() const {
+  switch (placement_) {
+    case ServerPlacement::dedicated: return servers_;
+    case ServerPlacement::colocated: return 0;
+    case ServerPlacement::hybrid: return servers_ - workers_;
+  }
+  return 0;
 }
+
+int ServerLayout::endpoints() const { return workers_ + dedicated(); }
 
 int ServerLayout::host(int server) const {
   GRADEX_ENFORCE(server >= 0 && server < servers_, "server ", server, " of ", servers_);
-  if (placement_ == ServerPlacement::dedicated) return workers_ + server;
+  switch (placement_) {
+    case ServerPlacement::dedicated: return workers_ + server;
+    case ServerPlacement::hybrid: return server;  // the workers', then the dedicated ones
+    case ServerPlacement::colocated: break;
+  }
   // 64-bit product: workers * servers may not fit in an int.
   return static_cast<int>(static_cast<long long>(server) * workers_ / servers_);
 }
@@ -54,6 +74,23 @@ std::vector<int> ServerLayout::hosted_on(int endpoint) const {
     if (host(k) == endpoint) mine.push_back(k);
   }
   return mine;
+}
+
+double ServerLayout::hybrid_share() const {
+  const double n = workers_;
+  const double k = dedicated();
+  if (k >= n) return 0;
+  return n * (n - k) / (n * n + k * n - 2 * k);
+}
+
+KeyRange ServerLayout::shard(std::size_t count, int server) const {
+  if (placement_ != ServerPlacement::hybrid) return shard_range(count, servers_, server);
+  // The workers' servers split the first `own` keys, the dedicated ones
+  // the rest; an empty part leaves its servers without keys.
+  const auto own = static_cast<std::size_t>(std::llround(hybrid_share() * static_cast<double>(count)));
+  if (server < workers_) return shard_range(own, workers_, server);
+  const KeyRange r = shard_range(count - own, dedicated(), server - workers_);
+  return {own + r.offset, r.count};
 }
 
 }  // namespace gradex

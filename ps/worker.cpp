@@ -14,11 +14,11 @@ std::vector<Request> PsWorker::each_chunk(Tensor data, Post post) {
   std::vector<Request> posted;
   std::size_t most = 0;
   for (int k = 0; k < servers; ++k) {
-    most = std::max(most, chunk_count(shard_range(data.count, servers, k).count, chunk_));
+    most = std::max(most, chunk_count(layout_.shard(data.count, k).count, chunk_));
   }
   for (std::size_t j = 0; j < most; ++j) {
     for (int k = 0; k < servers; ++k) {
-      const KeyRange shard = shard_range(data.count, servers, k);
+      const KeyRange shard = layout_.shard(data.count, k);
       if (j >= chunk_count(shard.count, chunk_)) continue;
       const KeyRange r = chunk_range(shard, chunk_, j);
       posted.push_back(post(layout_.host(k), data.slice(r.offset, r.count), k));
@@ -50,7 +50,7 @@ void worker_round(Comm& comm, const ServerLayout& layout, std::size_t chunk, Ten
   std::vector<Request> pulls = worker.pull(data);
   std::vector<Request> pushes = worker.push(data);
   for (int k : layout.hosted_on(comm.rank())) {
-    serve_round(comm, layout.workers(), k, shard_range(data.count, layout.servers(), k).count,
+    serve_round(comm, layout.workers(), k, layout.shard(data.count, k).count,
                 chunk, data.dtype, op, memory);
   }
   worker.wait(pushes);
