@@ -81,6 +81,9 @@ RunPlan plan_runs(Scenario scenario) {
                           "in-process ranks: it needs \"transport\": \"inproc\" (got '" +
                               scenario.transport + "')");
       }
+      if (scenario.ps_servers < 1) {
+        throw ConfigError("/ps/servers", "PS consistency training needs at least one server");
+      }
       // Its runs are (workers, consistency model), through its own servers.
       plan.scenario = std::move(scenario);
       return plan;
