@@ -31,7 +31,7 @@ void ParameterServerScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
   }
   // A dedicated endpoint runs exactly one server.
   const int k = layout_.hosted_on(me).front();
-  serve_round(comm, workers(), k, layout_.shard(data.count, k).count,
+  serve_round(comm, layout_.arrival_order(k), k, layout_.shard(data.count, k).count,
               chunk(data.dtype), data.dtype, op, memory_);
 }
 
@@ -71,41 +71,35 @@ Traffic ParameterServerScheme::expected_traffic(int endpoint, std::size_t count,
 
 double ParameterServerScheme::model_time(std::size_t bytes, const Topology& topology) const {
   if (bytes == 0) return 0;
-  // Every endpoint's pushes leave (or arrive) in one phase and the pulls
-  // in the other, so the declared bytes sent or received (f32 counts) are
-  // what one port carries in a phase; the busiest port and the slowest
-  // worker-server link set its pace. Co-located, a host's sends mix its
-  // pushes with its replies, so the model is an upper estimate there.
+  // Each port's bytes per phase: every worker's push of shard k to k's
+  // host, then k's reply to every worker (f32 counts), on the port each
+  // message really takes (a node's intra port or its NIC).
   const std::size_t count = bytes / dtype_size(DType::f32);
-  double busiest = 0;
-  for (int e = 0; e < endpoints(); ++e) {
-    const Traffic t = expected_traffic(e, count, DType::f32);
-    busiest = std::max({busiest, static_cast<double>(t.bytes_sent),
-                        static_cast<double>(t.bytes_received)});
-  }
-  if (busiest == 0) return 0;  // everything is local (one worker hosting every server)
-  std::vector<std::pair<int, int>> links;
-  for (int w = 0; w < workers(); ++w) {
-    for (int k = 0; k < layout_.servers(); ++k) links.emplace_back(w, layout_.host(k));
-  }
-  // The slowest link carrying `b` bytes through the busiest port.
-  const auto phase = [&](double b) {
-    double t = 0;
-    for (const auto& [w, h] : links) {
-      if (w != h) t = std::max(t, message_time(topology.link(w, h), b));
-    }
-    return t;
-  };
-  if (!pipelined_) return 2 * phase(busiest);
-  // Push and pull overlap: the busiest port's bytes pass once, and the
-  // pipeline fills (every worker's first chunk in before any sum goes
-  // out) and drains (the last chunk's sums out) by one chunk's share.
-  double shard = 0;  // the largest: its chunks are the last to drain
+  const double elem = static_cast<double>(dtype_size(DType::f32));
+  std::vector<Flow> pushes, pulls;
+  double largest = 0;  // the largest shard: its chunks are the last to drain
   for (int k = 0; k < layout_.servers(); ++k) {
-    shard = std::max(shard, static_cast<double>(layout_.shard(count, k).count));
+    const double n = static_cast<double>(layout_.shard(count, k).count);
+    largest = std::max(largest, n);
+    if (n == 0) continue;
+    const int host = layout_.host(k);
+    for (int w = 0; w < workers(); ++w) {
+      if (w == host) continue;  // a local copy
+      pushes.push_back({w, host, n * elem});
+      pulls.push_back({host, w, n * elem});
+    }
   }
-  const double fill = std::min(1.0, static_cast<double>(chunk(DType::f32)) / shard);
-  return phase(busiest) + phase(busiest * fill);
+  if (pushes.empty()) return 0;  // everything is local (one worker hosting every server)
+  if (!pipelined_) return slowest_flow(topology, pushes) + slowest_flow(topology, pulls);
+  // Push and pull overlap: each port's bytes in both phases pass once, and
+  // the pipeline fills (every worker's first chunk in before any sum goes
+  // out) and drains (the last chunk's sums out) by one chunk's share.
+  std::vector<Flow> both = pushes;
+  both.insert(both.end(), pulls.begin(), pulls.end());
+  const double fill = std::min(1.0, static_cast<double>(chunk(DType::f32)) / largest);
+  std::vector<Flow> one_chunk = both;
+  for (Flow& f : one_chunk) f.bytes *= fill;
+  return slowest_flow(topology, both) + slowest_flow(topology, one_chunk);
 }
 
 }  // namespace gradex

@@ -19,8 +19,8 @@ std::byte* ServerMemory::accumulator(int server, std::size_t bytes) {
   return b.data.get();
 }
 
-void serve_round(Comm& comm, int workers, int server, std::size_t count, std::size_t chunk,
-                 DType dtype, ReduceOp op, ServerMemory& memory) {
+void serve_round(Comm& comm, const std::vector<int>& order, int server, std::size_t count,
+                 std::size_t chunk, DType dtype, ReduceOp op, ServerMemory& memory) {
   if (count == 0) return;  // an empty shard moves nothing (protocol.h)
   // The server's own memory: a dedicated server holds no gradient, and a
   // co-located one must not touch its worker's buffer, which is still
@@ -33,25 +33,23 @@ void serve_round(Comm& comm, int workers, int server, std::size_t count, std::si
   const ReduceOp combine = combining_op(op);
   const KeyRange shard{0, count};
   std::vector<Request> replies;
-  replies.reserve(static_cast<std::size_t>(workers) * chunk_count(count, chunk));
+  replies.reserve(order.size() * chunk_count(count, chunk));
   for (std::size_t j = 0; j < chunk_count(count, chunk); ++j) {
     const KeyRange r = chunk_range(shard, chunk, j);
     const Tensor part = acc.slice(r.offset, r.count);
     // Push: the first contribution is copied in (no identity element
     // needed, which min and max lack); the others are combined one at a
     // time, since two outstanding receive-reduces into `part` would overlap.
-    Request first = comm.irecv(0, part.data, part.bytes(), push_tag(server));
+    Request first = comm.irecv(order.front(), part.data, part.bytes(), push_tag(server));
     comm.wait(first);
-    for (int w = 1; w < workers; ++w) {
-      Request next = comm.irecv_reduce(w, part, combine, push_tag(server));
+    for (std::size_t i = 1; i < order.size(); ++i) {
+      Request next = comm.irecv_reduce(order[i], part, combine, push_tag(server));
       comm.wait(next);
     }
     // Pull: the same sum goes back to every worker. Posting the sends
     // without waiting lets them leave while the next chunk comes in, in
     // whatever order the workers are ready.
-    for (int w = 0; w < workers; ++w) {
-      replies.push_back(comm.isend(w, part.data, part.bytes(), pull_tag(server)));
-    }
+    for (int w : order) replies.push_back(comm.isend(w, part.data, part.bytes(), pull_tag(server)));
   }
   comm.wait_all(replies);
 }

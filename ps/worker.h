@@ -23,6 +23,9 @@ class PsWorker {
   // chunks: chunk 0 of every shard, then chunk 1 of every shard, ..., so
   // every server can start summing after one chunk per worker.
   std::vector<Request> push(Tensor grad);
+  // The same chunks, one in flight at a time: returns when all have left.
+  // Only for a worker that hosts no server (it blocks meanwhile).
+  void push_paced(Tensor grad);
   // Receives each non-empty shard of the combined result into `out`, in
   // place and in the same chunk order. `out` may be the pushed buffer: a
   // chunk's result can only come back after its server has received this
