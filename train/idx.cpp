@@ -49,7 +49,12 @@ std::vector<std::uint8_t> read_maybe_gzip(const std::filesystem::path& path) {
 }
 
 IdxArray read_idx_u8(const std::filesystem::path& path, int expected_rank) {
-  const std::vector<std::uint8_t> bytes = read_maybe_gzip(path);
+  return parse_idx_u8(read_maybe_gzip(path), path.string(), expected_rank);
+}
+
+IdxArray parse_idx_u8(std::span<const std::uint8_t> bytes, const std::string& name,
+                      int expected_rank) {
+  const std::filesystem::path path = name;
   if (bytes.size() < 4) fail(path, "shorter than the 4-byte magic number");
   // Magic: two zero bytes, the element type (0x08 = unsigned byte), the rank.
   if (bytes[0] != 0 || bytes[1] != 0) fail(path, "bad magic number (not an IDX file)");
