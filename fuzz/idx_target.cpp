@@ -3,6 +3,8 @@
 // data set, so the decompression path is fuzzed too. An array that loads
 // must hold exactly as many bytes as its dimensions say: the data set code
 // indexes it by those dimensions.
+#include <algorithm>
+
 #include "fuzz/targets.h"
 #include "train/idx.h"
 
@@ -11,9 +13,14 @@ namespace gradex::fuzz {
 namespace {
 
 void check_loaded(const IdxArray& a) {
+  // A zero dimension makes the array empty however large the others are.
+  if (std::find(a.dims.begin(), a.dims.end(), 0u) != a.dims.end()) {
+    if (!a.data.empty()) throw Finding("an IDX array with a zero dimension holds data");
+    return;
+  }
   std::uint64_t total = 1;
   for (std::uint32_t d : a.dims) {
-    if (d != 0 && total > UINT64_MAX / d) {
+    if (total > UINT64_MAX / d) {
       throw Finding("an IDX array loaded although its dimensions overflow 64 bits");
     }
     total *= d;

@@ -69,12 +69,19 @@ IdxArray parse_idx_u8(std::span<const std::uint8_t> bytes, const std::string& na
   const std::size_t header = 4 + 4 * static_cast<std::size_t>(rank);
   if (bytes.size() < header) fail(path, "truncated inside the dimension header");
   IdxArray out;
+  // The product is checked for overflow: dimensions whose product wraps
+  // around to the payload size would otherwise pass the size check below
+  // and promise callers far more data than there is. A zero dimension
+  // makes the array empty whatever the others say.
   std::size_t total = 1;
+  bool overflow = false, empty = false;
   for (int i = 0; i < rank; ++i) {
     const std::uint32_t d = big_endian_u32(&bytes[4 + 4 * static_cast<std::size_t>(i)]);
     out.dims.push_back(d);
-    total *= d;
+    overflow = __builtin_mul_overflow(total, std::size_t{d}, &total) || overflow;
+    empty = empty || d == 0;
   }
+  if (overflow && !empty) fail(path, "dimensions multiply to more than 2^64 bytes");
   if (bytes.size() - header != total) {
     fail(path, "payload is " + std::to_string(bytes.size() - header) +
                    " bytes but the dimensions say " + std::to_string(total));
