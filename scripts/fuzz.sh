@@ -3,13 +3,13 @@
 # and runs each one for a bounded time, starting from its committed corpus
 # (fuzz/corpus/<target>/). Fails, naming the saved input, when a harness
 # crashes, leaks, hangs or allocates past the limits.
-#   bash scripts/fuzz.sh        # 45 s per harness
+#   bash scripts/fuzz.sh        # 40 s per harness
 #   bash scripts/fuzz.sh 600    # a longer hunt
 # A finding worth keeping goes to tests/fuzz_regressions/<target>/, where
 # the replay test runs it in every regular build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds="${1:-45}"
+seconds="${1:-40}"
 jobs="$(nproc)"
 targets=(scenario frame_header hello ack idx)
 
