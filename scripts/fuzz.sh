@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses (preset "fuzz", clang-14 with ASan+UBSan)
 # and runs each one for a bounded time, starting from its committed corpus
-# (fuzz/corpus/<target>/). Fails, naming the saved input, when a harness
+# (fuzz/corpus/<target>/; scenarios/ for the scenario parser). Fails,
+# naming the saved input, when a harness
 # crashes, leaks, hangs or allocates past the limits.
 #   bash scripts/fuzz.sh        # 40 s per harness
 #   bash scripts/fuzz.sh 600    # a longer hunt
@@ -27,12 +28,16 @@ run_one() {
   mkdir -p "$work/corpus" "$work/findings"
   local dict=()
   [ -f "fuzz/$target.dict" ] && dict=("-dict=fuzz/$target.dict")
+  # The scenario parser's seeds are the shipped scenarios themselves.
+  local seeds=()
+  [ -d "fuzz/corpus/$target" ] && seeds+=("fuzz/corpus/$target")
+  [ "$target" = scenario ] && seeds+=(scenarios)
   local rc=0
   # -max_total_time ends a healthy run; the wall timeout ends a stuck one.
   timeout --kill-after=10 $((seconds + 120)) "build/fuzz/fuzz/fuzz_$target" \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=512 \
     -print_final_stats=1 -artifact_prefix="$work/findings/" "${dict[@]}" \
-    "$work/corpus" "fuzz/corpus/$target" >"$work/log" 2>&1 || rc=$?
+    "$work/corpus" "${seeds[@]}" >"$work/log" 2>&1 || rc=$?
   echo "$rc" >"$work/rc"
 }
 
