@@ -2,8 +2,8 @@
 # Builds the libFuzzer harnesses (preset "fuzz", clang-14 with ASan+UBSan)
 # and runs each one for a bounded time, starting from its committed corpus
 # (fuzz/corpus/<target>/; scenarios/ for the scenario parser). Fails,
-# naming the saved input, when a harness
-# crashes, leaks, hangs or allocates past the limits.
+# naming the saved input, when a harness crashes, leaks, hangs or
+# allocates past the limits.
 #   bash scripts/fuzz.sh        # 40 s per harness
 #   bash scripts/fuzz.sh 600    # a longer hunt
 # A finding worth keeping goes to tests/fuzz_regressions/<target>/, where
