@@ -73,6 +73,14 @@ void expect_data_error(const fs::path& p, int rank, const std::string& part) {
   }
 }
 
+TEST(Idx, RefusesDimensionsWhoseProductOverflows) {
+  // 2^22 * 2^21 * 2^21 wraps around to 0 in 64 bits, so an empty payload
+  // once passed the size check with dimensions promising 2^64 bytes.
+  const fs::path dir = temp_dir();
+  write_file(dir / "wraps", {0, 0, 8, 3, 0, 0x40, 0, 0, 0, 0x20, 0, 0, 0, 0x20, 0, 0});
+  expect_data_error(dir / "wraps", 3, "more than 2^64");
+}
+
 TEST(Idx, ReadsPlainAndGzip) {
   const fs::path dir = temp_dir();
   write_file(dir / "a-idx3-ubyte", idx_bytes({3, 2, 2}));

@@ -49,7 +49,12 @@ std::vector<std::uint8_t> read_maybe_gzip(const std::filesystem::path& path) {
 }
 
 IdxArray read_idx_u8(const std::filesystem::path& path, int expected_rank) {
-  const std::vector<std::uint8_t> bytes = read_maybe_gzip(path);
+  return parse_idx_u8(read_maybe_gzip(path), path.string(), expected_rank);
+}
+
+IdxArray parse_idx_u8(std::span<const std::uint8_t> bytes, const std::string& name,
+                      int expected_rank) {
+  const std::filesystem::path path = name;
   if (bytes.size() < 4) fail(path, "shorter than the 4-byte magic number");
   // Magic: two zero bytes, the element type (0x08 = unsigned byte), the rank.
   if (bytes[0] != 0 || bytes[1] != 0) fail(path, "bad magic number (not an IDX file)");
@@ -64,12 +69,19 @@ IdxArray read_idx_u8(const std::filesystem::path& path, int expected_rank) {
   const std::size_t header = 4 + 4 * static_cast<std::size_t>(rank);
   if (bytes.size() < header) fail(path, "truncated inside the dimension header");
   IdxArray out;
+  // The product is checked for overflow: dimensions whose product wraps
+  // around to the payload size would otherwise pass the size check below
+  // and promise callers far more data than there is. A zero dimension
+  // makes the array empty whatever the others say.
   std::size_t total = 1;
+  bool overflow = false, empty = false;
   for (int i = 0; i < rank; ++i) {
     const std::uint32_t d = big_endian_u32(&bytes[4 + 4 * static_cast<std::size_t>(i)]);
     out.dims.push_back(d);
-    total *= d;
+    overflow = __builtin_mul_overflow(total, std::size_t{d}, &total) || overflow;
+    empty = empty || d == 0;
   }
+  if (overflow && !empty) fail(path, "dimensions multiply to more than 2^64 bytes");
   if (bytes.size() - header != total) {
     fail(path, "payload is " + std::to_string(bytes.size() - header) +
                    " bytes but the dimensions say " + std::to_string(total));

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ struct IdxArray {
 // Reads a ubyte IDX file (".gz" is decompressed). `expected_rank` is the
 // number of dimensions the caller needs; throws DataError on anything else.
 IdxArray read_idx_u8(const std::filesystem::path& path, int expected_rank);
+// The same checks on bytes already in memory; `name` is the file named in
+// the error messages.
+IdxArray parse_idx_u8(std::span<const std::uint8_t> bytes, const std::string& name,
+                      int expected_rank);
 
 // The whole file's bytes, gunzipped when the name ends in ".gz".
 std::vector<std::uint8_t> read_maybe_gzip(const std::filesystem::path& path);

@@ -45,20 +45,20 @@ class TcpEndpoint final : public GroupEndpoint {
   TcpEndpoint& operator=(const TcpEndpoint&) = delete;
 
   // "host:port" where the peers reach this endpoint.
-  std::string address() const;
+  std::string address() const override;
   // Connects the group (`addresses[r]` is rank r's address()) within the
   // timeout.
-  void connect(const std::vector<std::string>& addresses);
+  void connect(const std::vector<std::string>& addresses) override;
   // Orderly end: says goodbye to every peer and waits (within the timeout)
   // for theirs, so no peer mistakes the close for a failure.
-  void close();
+  void close() override;
   // Ends the group: every wait here throws, and every peer is told that
   // `failed_rank` failed because of `why`. Idempotent.
-  void abort(int failed_rank, const std::string& why) noexcept;
+  void abort(int failed_rank, const std::string& why) noexcept override;
 
   // Replaces the shaping model (nullopt: unshaped). Only while no message
   // is in flight anywhere in the group, e.g. between two barriers.
-  void set_shaping(const std::optional<Topology>& topology);
+  void set_shaping(const std::optional<Topology>& topology) override;
 
   int rank() const override;
   int size() const override;
