@@ -2,6 +2,7 @@
 
 #include "common/errors.h"
 #include "common/scenario.h"
+#include "runner/output_paths.h"
 #include "schemes/registry.h"
 #include "train/train_job.h"
 
@@ -45,6 +46,15 @@ RunPlan load_plan(const ScenarioFlags& flags) {
   // anything runs or any process starts.
   if (s.training) check_train_workload(*s.training, workload_pointer());
   return plan_runs(std::move(s));
+}
+
+void check_output_paths(const ScenarioFlags& flags, const Scenario& s) {
+  if (!s.output.empty()) {
+    check_output_folder(s.output, !flags.output.empty() ? "-o" : "/output");
+  }
+  if (s.training && !s.training->trace.empty()) {
+    check_output_file(s.training->trace, workload_pointer()("trace"));
+  }
 }
 
 }  // namespace gradex::cli

@@ -27,5 +27,9 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags);
 void add_unshaped_flag(CLI::App& cmd, ScenarioFlags& flags);
 // Throws ConfigError naming the scenario field or the flag at fault.
 RunPlan load_plan(const ScenarioFlags& flags);
+// Checks, before the run, that the results folder and the trace file of
+// `scenario` (loaded with `flags`) can be written (runner/output_paths.h):
+// ConfigError naming -o or the scenario's pointer otherwise.
+void check_output_paths(const ScenarioFlags& flags, const Scenario& scenario);
 
 }  // namespace gradex::cli

@@ -13,6 +13,7 @@ Command add_validate_command(CLI::App& parent) {
   add_scenario_flags(*cmd, *flags);
   return {cmd, [flags] {
             RunPlan plan = load_plan(*flags);
+            check_output_paths(*flags, plan.scenario);
             if (const auto& t = plan.scenario.training) {
               const std::size_t runs = t->consistency.empty()
                                            ? plan.runs.size()
