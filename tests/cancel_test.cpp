@@ -71,6 +71,19 @@ class Cancel : public testing::ProcessTest {
     return false;
   }
 
+  // Waits (bounded) until `pid` runs at least `threads` threads: its ranks
+  // (threads of an in-process run) have started.
+  static bool wait_for_threads(pid_t pid, int threads, std::chrono::milliseconds limit) {
+    const auto end = clock_type::now() + limit;
+    while (clock_type::now() < end) {
+      const std::string status = slurp("/proc/" + std::to_string(pid) + "/status");
+      const auto at = status.find("Threads:");
+      if (at != std::string::npos && std::atoi(status.c_str() + at + 8) >= threads) return true;
+      std::this_thread::sleep_for(20ms);
+    }
+    return false;
+  }
+
   // The wait status of `pid` once it ends, nullopt if it runs past `limit`.
   static std::optional<int> wait_exit(pid_t pid, std::chrono::milliseconds limit) {
     const auto end = clock_type::now() + limit;
@@ -133,7 +146,7 @@ class Cancel : public testing::ProcessTest {
   }
 
   void cancel_launch(int sig);
-  void cancel_in_process(int sig, const std::vector<std::string>& args, const std::string& ready);
+  void cancel_in_process(int sig, const std::vector<std::string>& args, int ranks);
 
   pid_t started_ = -1;
 };
@@ -165,11 +178,10 @@ TEST_F(Cancel, SigintToTheLauncherStopsEveryRankAndWritesNothing) { cancel_launc
 TEST_F(Cancel, SigtermToTheLauncherStopsEveryRankAndWritesNothing) { cancel_launch(SIGTERM); }
 TEST_F(Cancel, SigkillToTheLauncherTakesEveryRankWithIt) { cancel_launch(SIGKILL); }
 
-// `ready`: a line on stdout that says the run is under way.
-void Cancel::cancel_in_process(int sig, const std::vector<std::string>& args,
-                               const std::string& ready) {
+// The run is under way once its ranks, threads of the process, have started.
+void Cancel::cancel_in_process(int sig, const std::vector<std::string>& args, int ranks) {
   const pid_t pid = start(args);
-  ASSERT_TRUE(wait_for_output(ready, 20s)) << slurp(dir_ / "stderr");
+  ASSERT_TRUE(wait_for_threads(pid, 1 + ranks, 20s)) << slurp(dir_ / "stderr");
   std::this_thread::sleep_for(300ms);
   const auto t0 = clock_type::now();
   ::kill(pid, sig);
@@ -189,11 +201,11 @@ void Cancel::cancel_in_process(int sig, const std::vector<std::string>& args,
 }
 
 TEST_F(Cancel, SigintStopsARunPromptlyAndWritesNothing) {
-  cancel_in_process(SIGINT, {"run", long_scenario("inproc").string()}, "# util");
+  cancel_in_process(SIGINT, {"run", long_scenario("inproc").string()}, 4);
 }
 
 TEST_F(Cancel, SigtermStopsARunPromptlyAndWritesNothing) {
-  cancel_in_process(SIGTERM, {"run", long_scenario("inproc").string()}, "# util");
+  cancel_in_process(SIGTERM, {"run", long_scenario("inproc").string()}, 4);
 }
 
 TEST_F(Cancel, SigtermStopsTrainingAndWritesNoResultsNorTrace) {
@@ -202,7 +214,7 @@ TEST_F(Cancel, SigtermStopsTrainingAndWritesNoResultsNorTrace) {
                     {"train", "--data-dir", dir_.string(), "-w", "2", "-b", "10", "-e", "60000",
                      "--layers", "16", "-o", (dir_ / "out").string(), "--trace",
                      (dir_ / "trace.json").string()},
-                    "ring epoch 1");
+                    2);
   EXPECT_FALSE(fs::exists(dir_ / "trace.json"));
 }
 
