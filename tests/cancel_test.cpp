@@ -36,7 +36,7 @@ class Cancel : public testing::ProcessTest {
     if (started_ > 0) {
       for (pid_t p : leftovers()) ::kill(p, SIGKILL);
       ::kill(started_, SIGKILL);
-      ::waitpid(started_, nullptr, WNOHANG);
+      wait_exit(started_, 5s);  // reaped, unless the test already did
     }
     ProcessTest::TearDown();
   }
@@ -89,7 +89,9 @@ class Cancel : public testing::ProcessTest {
     const auto end = clock_type::now() + limit;
     int status = 0;
     while (clock_type::now() < end) {
-      if (::waitpid(pid, &status, WNOHANG) == pid) return status;
+      const pid_t r = ::waitpid(pid, &status, WNOHANG);
+      if (r == pid) return status;
+      if (r < 0) return std::nullopt;  // already reaped
       std::this_thread::sleep_for(10ms);
     }
     return std::nullopt;
