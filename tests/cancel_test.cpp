@@ -180,6 +180,30 @@ TEST_F(Cancel, SigintToTheLauncherStopsEveryRankAndWritesNothing) { cancel_launc
 TEST_F(Cancel, SigtermToTheLauncherStopsEveryRankAndWritesNothing) { cancel_launch(SIGTERM); }
 TEST_F(Cancel, SigkillToTheLauncherTakesEveryRankWithIt) { cancel_launch(SIGKILL); }
 
+// A rank signalled on its own (by a batch system, say) stops, aborts its
+// group and exits 128 + signal; rank 0 then writes nothing.
+TEST_F(Cancel, ASignalledRankAbortsItsGroupAndRankZeroWritesNothing) {
+  const fs::path sc = long_scenario("tcp");
+  const pid_t launcher = start({"launch", "-n", "4", sc.string()});
+  ASSERT_TRUE(wait_for_output("# launched", 20s)) << slurp(dir_ / "stderr");
+  std::this_thread::sleep_for(300ms);
+  std::ifstream in("/proc/" + std::to_string(launcher) + "/task/" + std::to_string(launcher) +
+                   "/children");
+  pid_t rank0 = -1;
+  ASSERT_TRUE(in >> rank0);  // the launcher starts rank 0 first
+  ::kill(rank0, SIGTERM);
+  const std::optional<int> status = wait_exit(launcher, 15s);
+  ASSERT_TRUE(status) << "the launcher did not end";
+  ASSERT_TRUE(WIFEXITED(*status));
+  EXPECT_NE(WEXITSTATUS(*status), 0);
+  const std::string err = slurp(dir_ / "stderr");
+  EXPECT_NE(err.find("rank 0 (pid " + std::to_string(rank0) + ") exited with status 143"),
+            std::string::npos)
+      << err;
+  EXPECT_TRUE(leftovers_after(5s).empty());
+  expect_no_results();
+}
+
 // The run is under way once its ranks, threads of the process, have started.
 void Cancel::cancel_in_process(int sig, const std::vector<std::string>& args, int ranks) {
   const pid_t pid = start(args);
