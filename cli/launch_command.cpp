@@ -99,7 +99,10 @@ int run_participant(const LaunchEnv& env, const LaunchFlags& f, const RunPlan& p
   // Every process loads its training data before the group forms, so a
   // missing file fails each of them alike instead of stalling the others.
   std::optional<TrainJob> job;
-  if (sc.training) job.emplace(*sc.training, workload_pointer());
+  if (sc.training) {
+    job.emplace(*sc.training, workload_fields(f.scenario));
+    job->check_worker_counts(sc.workers, workload_fields(f.scenario));
+  }
   EndpointOptions options;
   options.timeout = sc.timeout;
   options.spin = sc.spin;

@@ -26,7 +26,8 @@ Command add_run_command(CLI::App& parent) {
             check_output_paths(*flags, plan.scenario);
             std::ostream& out = std::cout;
             if (const auto& training = plan.scenario.training) {
-              const TrainJob job(*training, workload_pointer());
+              const TrainJob job(*training, workload_fields(*flags));
+              job.check_worker_counts(plan.scenario.workers, workload_fields(*flags));
               print_train_preamble(out, plan.scenario, job);
               return run_train_plan(plan, job, out);
             }

@@ -1,5 +1,7 @@
 #include "cli/scenario_flags.h"
 
+#include <algorithm>
+
 #include "common/errors.h"
 #include "common/scenario.h"
 #include "runner/output_paths.h"
@@ -24,8 +26,13 @@ void add_unshaped_flag(CLI::App& cmd, ScenarioFlags& flags) {
                "shaped with tc between hosts)");
 }
 
-RunPlan load_plan(const ScenarioFlags& flags) {
-  Scenario s = load_scenario(flags.scenario);
+FieldNamer workload_fields(const ScenarioFlags& flags) {
+  return [path = flags.scenario](const std::string& key) { return path + "#/workload/" + key; };
+}
+
+namespace {
+
+RunPlan plan_with_overrides(const ScenarioFlags& flags, Scenario s) {
   if (!flags.schemes.empty()) {
     s.schemes = flags.schemes;
     s.all_schemes = false;
@@ -44,16 +51,35 @@ RunPlan load_plan(const ScenarioFlags& flags) {
   if (flags.unshaped) s.network = NetworkConfig{};
   // Names only train/ knows (models, optimizers, hooks), checked before
   // anything runs or any process starts.
-  if (s.training) check_train_workload(*s.training, workload_pointer());
+  if (s.training) {
+    check_train_workload(*s.training, workload_pointer());
+    // Every worker of the largest run shares this machine: threads of
+    // `gradex run`, or the processes `gradex launch -n` starts here.
+    const int largest = *std::max_element(s.workers.begin(), s.workers.end());
+    check_train_memory(*s.training, largest, workload_pointer());
+  }
   return plan_runs(std::move(s));
+}
+
+}  // namespace
+
+RunPlan load_plan(const ScenarioFlags& flags) {
+  Scenario s = load_scenario(flags.scenario);  // its errors name the file already
+  try {
+    return plan_with_overrides(flags, std::move(s));
+  } catch (const ConfigError& e) {
+    // Checks after parsing name a JSON pointer alone; flags name themselves.
+    if (e.field().rfind('/', 0) != 0) throw;
+    throw ConfigError(flags.scenario + "#" + e.field(), e.reason());
+  }
 }
 
 void check_output_paths(const ScenarioFlags& flags, const Scenario& s) {
   if (!s.output.empty()) {
-    check_output_folder(s.output, !flags.output.empty() ? "-o" : "/output");
+    check_output_folder(s.output, !flags.output.empty() ? "-o" : flags.scenario + "#/output");
   }
   if (s.training && !s.training->trace.empty()) {
-    check_output_file(s.training->trace, workload_pointer()("trace"));
+    check_output_file(s.training->trace, workload_fields(flags)("trace"));
   }
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runner/plan.h"
+#include "train/train_job.h"
 
 namespace gradex::cli {
 
@@ -25,11 +26,15 @@ struct ScenarioFlags {
 void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags);
 // --unshaped, for the subcommands that move real bytes (run, launch).
 void add_unshaped_flag(CLI::App& cmd, ScenarioFlags& flags);
-// Throws ConfigError naming the scenario field or the flag at fault.
+// Throws ConfigError naming the scenario field ("x.json#/sizes/0") or the
+// flag at fault.
 RunPlan load_plan(const ScenarioFlags& flags);
+// How errors found after loading name a workload field: with the file, as
+// the parser names fields ("x.json#/workload/batch").
+FieldNamer workload_fields(const ScenarioFlags& flags);
 // Checks, before the run, that the results folder and the trace file of
 // `scenario` (loaded with `flags`) can be written (runner/output_paths.h):
-// ConfigError naming -o or the scenario's pointer otherwise.
+// ConfigError naming -o or the scenario's field ("x.json#/output") otherwise.
 void check_output_paths(const ScenarioFlags& flags, const Scenario& scenario);
 
 }  // namespace gradex::cli

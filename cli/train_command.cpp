@@ -180,6 +180,8 @@ Command add_train_command(CLI::App& parent) {
             // Where the run writes, checked before it trains for minutes.
             if (!f->output.empty()) check_output_folder(f->output, "-o");
             if (!f->w.trace.empty()) check_output_file(f->w.trace, "--trace");
+            check_link_range({f->link_gbps * 1e9, f->latency_us * 1e-6}, "--link-gbps",
+                             "--latency-us");
             std::vector<std::string> schemes;
             for (const std::string& s : f->schemes) {
               if (s == "all") {
@@ -199,7 +201,10 @@ Command add_train_command(CLI::App& parent) {
               w.model = "mlp";
               std::cout << "# loading Fashion-MNIST from " << w.data_dir << "\n" << std::flush;
             }
+            check_train_workload(w, flag_of);
+            check_train_memory(w, f->workers, flag_of);
             const TrainJob job(std::move(w), flag_of);
+            job.check_worker_counts({f->workers}, flag_of);
             if (profiled) return run_profiled(*f, job, schemes);
             std::cout << "# " << job.describe() << ", " << f->workers << " workers\n";
             if (!job.workload().consistency.empty()) return run_ps_training(*f, job);

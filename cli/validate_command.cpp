@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "cli/scenario_flags.h"
+#include "train/train_job.h"
 
 namespace gradex::cli {
 
@@ -15,6 +16,9 @@ Command add_validate_command(CLI::App& parent) {
             RunPlan plan = load_plan(*flags);
             check_output_paths(*flags, plan.scenario);
             if (const auto& t = plan.scenario.training) {
+              // Loads the data as a run would, to refuse the same plans.
+              const TrainJob job(*t, workload_fields(*flags));
+              job.check_worker_counts(plan.scenario.workers, workload_fields(*flags));
               const std::size_t runs = t->consistency.empty()
                                            ? plan.runs.size()
                                            : plan.scenario.workers.size() * t->consistency.size();

@@ -2,6 +2,8 @@
 // algorithm code can run on wall time or on a simulator's virtual time.
 #pragma once
 
+#include <string>
+
 namespace gradex {
 
 class Clock {
@@ -21,5 +23,16 @@ class WallClock final : public Clock {
 };
 
 WallClock& wall_clock();
+
+// Sleeps on the wall clock until `t`, but never past `deadline` (both in
+// wall_clock() seconds). Returns whether `t` was reached: false means the
+// deadline came first and the caller's wait has timed out. A shaped message
+// due long after the wait's timeout (a link of 100 B/s) thus fails the wait
+// at its deadline instead of sleeping for as long as the model says.
+bool sleep_until_by(double t, double deadline);
+
+// Why a wait whose message was due at `due` gave up at the deadline: for
+// the timeout text, "the shaped link delivers it 41.0 s after the wait began".
+std::string shaped_delay_note(double due, double wait_start);
 
 }  // namespace gradex

@@ -23,6 +23,17 @@ PortId port_to(const Topology& topology, int endpoint, int peer);
 
 // a + bytes / B over `link`; no bandwidth term on an unlimited link.
 double message_time(const LinkSpec& link, double bytes);
+// One message of a step: `bytes` from `src` to `dst`.
+struct Flow {
+  int src = 0;
+  int dst = 0;
+  double bytes = 0;
+};
+// One step in which every flow moves at once: the slowest decides. Flows
+// that share a port take turns on it (the ports are full duplex: egress
+// and ingress count apart), so each pays for all the bytes on the busier
+// of its two ports, plus its link's latency. 0 for no flows.
+double slowest_flow(const Topology& topology, const std::vector<Flow>& flows);
 // One step in which every pair (src, dst) moves `bytes` at once: the
 // slowest message decides. Messages that share a port (a node's one NIC,
 // Topology::nic_per_node) take turns on it, so each pays for every message

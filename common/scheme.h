@@ -14,7 +14,10 @@
 
 namespace gradex {
 
-enum class ServerPlacement { dedicated, colocated };
+// Where a parameter server's summation runs: on endpoints of its own, on
+// the workers, or both (BytePS: one server on every worker plus `servers`
+// dedicated ones, the key space split so that every NIC finishes together).
+enum class ServerPlacement { dedicated, colocated, hybrid };
 
 // Everything a scenario can say about how a scheme runs.
 struct SchemeOptions {

@@ -2,10 +2,29 @@
 
 #include <algorithm>
 #include <set>
+#include <sstream>
 
 #include "common/errors.h"
+#include "common/units.h"
 
 namespace gradex {
+
+void check_link_range(const LinkSpec& link, const std::string& bandwidth_field,
+                      const std::string& latency_field) {
+  const double rate = link.bytes_per_second;
+  if (!(rate >= 0) || (rate > 0 && (rate < kMinLinkBytesPerSecond || rate > kMaxLinkBytesPerSecond))) {
+    throw ConfigError(bandwidth_field, format_rate(rate) + " is outside the supported range " +
+                                           format_rate(kMinLinkBytesPerSecond) + " to " +
+                                           format_rate(kMaxLinkBytesPerSecond));
+  }
+  const double latency = link.latency_seconds;
+  if (!(latency >= 0 && latency <= kMaxLinkLatencySeconds)) {
+    std::ostringstream got;
+    got << latency;
+    throw ConfigError(latency_field, got.str() + " s is outside the supported range 0 to " +
+                                         std::to_string(static_cast<int>(kMaxLinkLatencySeconds)) + " s");
+  }
+}
 
 int Topology::nodes() const {
   return static_cast<int>(std::set<int>(node_of.begin(), node_of.end()).size());

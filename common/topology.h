@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace gradex {
@@ -19,6 +20,18 @@ struct LinkSpec {
   double latency_seconds = 0;
   bool unlimited() const { return bytes_per_second <= 0; }
 };
+
+// The range of a shaped link, wide enough for any real network (a slow
+// modem to beyond an NVSwitch) and narrow enough that every time computed
+// from it stays finite and within a run's timeout arithmetic: 1 KB/s to
+// 100 TB/s per direction, latency 0 to 10 s.
+inline constexpr double kMinLinkBytesPerSecond = 1e3;
+inline constexpr double kMaxLinkBytesPerSecond = 1e14;
+inline constexpr double kMaxLinkLatencySeconds = 10;
+// Throws ConfigError naming `bandwidth_field` or `latency_field` when a
+// shaped link is outside that range (an unlimited link is always fine).
+void check_link_range(const LinkSpec& link, const std::string& bandwidth_field,
+                      const std::string& latency_field);
 
 struct Topology {
   std::vector<int> node_of;  // node index of each endpoint

@@ -95,9 +95,9 @@ double parse_duration(std::string_view text, const std::string& field) {
 }
 
 std::string format_bytes(double bytes) {
-  static const char* names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  static const char* names[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   int i = 0;
-  while (bytes >= 1024 && i < 4) {
+  while (bytes >= 1024 && i < 6) {
     bytes /= 1024;
     ++i;
   }

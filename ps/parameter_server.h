@@ -5,9 +5,10 @@
 // Cost (DESIGN.md): a server's NIC carries W shards in, then W shards out,
 // so one server takes 2 (a + W S / B) and k servers 2 (a + W S / (k B)),
 // against the ring's 2 (N-1)/N S / B: the bottleneck document 004 describes.
-// Push and pull are not pipelined into each other, so the measured time is
-// that model's; cutting shards into segments would overlap the server's
-// ingress and egress and make a different scheme.
+// Push then pull is the reading document 004's claim A5 assumes. Pipelined
+// (BytePS's partitioning), shards move in chunks of segment_bytes and a
+// server returns each chunk's sum while the next chunk comes in, so its
+// ingress and egress work at once: about a + W S / (k B) plus one chunk.
 #pragma once
 
 #include "common/scheme.h"
@@ -20,7 +21,8 @@ class ParameterServerScheme final : public Scheme {
  public:
   // Uses options.workers, options.servers and options.placement; throws
   // ConfigError if there is not at least one of each.
-  explicit ParameterServerScheme(SchemeOptions options);
+  // `pipelined`: shards move in chunks of options.segment_bytes.
+  explicit ParameterServerScheme(SchemeOptions options, bool pipelined = false);
 
   const ServerLayout& layout() const { return layout_; }
   int endpoints() const override { return layout_.endpoints(); }
@@ -31,10 +33,16 @@ class ParameterServerScheme final : public Scheme {
   // Push, then pull, each a + (bytes through the busiest port) / B: with
   // dedicated servers 2 (a + W S / (k B)) (DESIGN.md), and a worker's own
   // NIC when it is the busier (more servers than workers, co-location).
+  // Pipelined: the busiest port's bytes once, plus one chunk's share of
+  // them to fill and drain the pipeline.
   double model_time(std::size_t bytes, const Topology& topology) const override;
 
  private:
+  // Chunk size in elements of `dtype` (0: whole shards).
+  std::size_t chunk(DType dtype) const;
+
   ServerLayout layout_;
+  bool pipelined_;
   ServerMemory memory_;  // the servers' accumulators, kept between rounds
 };
 

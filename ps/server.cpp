@@ -4,6 +4,7 @@
 
 #include "common/errors.h"
 #include "ps/protocol.h"
+#include "ps/sharding.h"
 
 namespace gradex {
 
@@ -18,8 +19,8 @@ std::byte* ServerMemory::accumulator(int server, std::size_t bytes) {
   return b.data.get();
 }
 
-void serve_round(Comm& comm, int workers, int server, std::size_t count, DType dtype,
-                 ReduceOp op, ServerMemory& memory) {
+void serve_round(Comm& comm, const std::vector<int>& order, int server, std::size_t count,
+                 std::size_t chunk, DType dtype, ReduceOp op, ServerMemory& memory) {
   if (count == 0) return;  // an empty shard moves nothing (protocol.h)
   // The server's own memory: a dedicated server holds no gradient, and a
   // co-located one must not touch its worker's buffer, which is still
@@ -29,24 +30,26 @@ void serve_round(Comm& comm, int workers, int server, std::size_t count, DType d
   const bool phantom = comm.phantom_payloads();
   const Tensor acc{phantom ? nullptr : memory.accumulator(server, count * dtype_size(dtype)), count,
                    dtype};
-
-  // Push: the first contribution is copied in (no identity element needed,
-  // which min and max lack); the others are combined one at a time, since
-  // two outstanding receive-reduces into `acc` would overlap.
-  Request first = comm.irecv(0, acc.data, acc.bytes(), push_tag(server));
-  comm.wait(first);
   const ReduceOp combine = combining_op(op);
-  for (int w = 1; w < workers; ++w) {
-    Request next = comm.irecv_reduce(w, acc, combine, push_tag(server));
-    comm.wait(next);
-  }
-
-  // Pull: the same sum goes back to every worker. Posting all sends before
-  // waiting lets the transport move them in whatever order workers are ready.
+  const KeyRange shard{0, count};
   std::vector<Request> replies;
-  replies.reserve(static_cast<std::size_t>(workers));
-  for (int w = 0; w < workers; ++w) {
-    replies.push_back(comm.isend(w, acc.data, acc.bytes(), pull_tag(server)));
+  replies.reserve(order.size() * chunk_count(count, chunk));
+  for (std::size_t j = 0; j < chunk_count(count, chunk); ++j) {
+    const KeyRange r = chunk_range(shard, chunk, j);
+    const Tensor part = acc.slice(r.offset, r.count);
+    // Push: the first contribution is copied in (no identity element
+    // needed, which min and max lack); the others are combined one at a
+    // time, since two outstanding receive-reduces into `part` would overlap.
+    Request first = comm.irecv(order.front(), part.data, part.bytes(), push_tag(server));
+    comm.wait(first);
+    for (std::size_t i = 1; i < order.size(); ++i) {
+      Request next = comm.irecv_reduce(order[i], part, combine, push_tag(server));
+      comm.wait(next);
+    }
+    // Pull: the same sum goes back to every worker. Posting the sends
+    // without waiting lets them leave while the next chunk comes in, in
+    // whatever order the workers are ready.
+    for (int w : order) replies.push_back(comm.isend(w, part.data, part.bytes(), pull_tag(server)));
   }
   comm.wait_all(replies);
 }

@@ -33,12 +33,15 @@ class ServerMemory {
 };
 
 // Serves one round of server `server`, whose shard has `count` elements of
-// `dtype`, to workers 0..workers-1 of `comm` (the host itself may be one of
+// `dtype`, to the workers of `comm` listed in `order`, taking their pushes
+// in that order (ServerLayout::arrival_order; the host itself may be one of
 // them: its messages to itself are local copies), accumulating in
-// `memory`. Combines with combining_op(op); finishing an average is left to
-// the workers. The workers' pull receives must be posted before this blocks
-// on its sends.
-void serve_round(Comm& comm, int workers, int server, std::size_t count, DType dtype,
-                 ReduceOp op, ServerMemory& memory);
+// `memory`. Chunk by chunk (`chunk` elements, sharding.h; 0: the whole
+// shard): once every worker's copy of a chunk is in, its sum goes back to
+// every worker while the next chunk is being received. Combines with
+// combining_op(op); finishing an average is left to the workers. The
+// workers' pull receives must be posted before this blocks on its sends.
+void serve_round(Comm& comm, const std::vector<int>& order, int server, std::size_t count,
+                 std::size_t chunk, DType dtype, ReduceOp op, ServerMemory& memory);
 
 }  // namespace gradex

@@ -15,26 +15,39 @@ namespace gradex {
 
 class PsWorker {
  public:
-  PsWorker(Comm& comm, const ServerLayout& layout) : comm_(comm), layout_(layout) {}
+  // `chunk`: the pipelining chunk in elements (sharding.h; 0: whole shards).
+  PsWorker(Comm& comm, const ServerLayout& layout, std::size_t chunk)
+      : comm_(comm), layout_(layout), chunk_(chunk) {}
 
-  // Sends each non-empty shard of `grad` to the endpoint of its server.
+  // Sends each non-empty shard of `grad` to the endpoint of its server, in
+  // chunks: chunk 0 of every shard, then chunk 1 of every shard, ..., so
+  // every server can start summing after one chunk per worker.
   std::vector<Request> push(Tensor grad);
+  // The same chunks, one in flight at a time: returns when all have left.
+  // Only for a worker that hosts no server (it blocks meanwhile).
+  void push_paced(Tensor grad);
   // Receives each non-empty shard of the combined result into `out`, in
-  // place. `out` may be the pushed buffer: a shard's result can only come
-  // back after its server has received this worker's push of it.
+  // place and in the same chunk order. `out` may be the pushed buffer: a
+  // chunk's result can only come back after its server has received this
+  // worker's push of it.
   std::vector<Request> pull(Tensor out);
   void wait(std::vector<Request>& requests) { comm_.wait_all(requests); }
 
  private:
+  // Posts `post(host, part, tag)` for every chunk of every shard of `data`.
+  template <typename Post>
+  std::vector<Request> each_chunk(Tensor data, Post post);
+
   Comm& comm_;
   const ServerLayout& layout_;
+  std::size_t chunk_;
 };
 
 // One synchronous round on worker endpoint comm.rank(): push every shard,
 // pull every result, and run the servers this endpoint hosts (co-located
 // placement) in between, accumulating in `memory`. Ends with op over all
 // workers' `data`, in place.
-void worker_round(Comm& comm, const ServerLayout& layout, Tensor data, ReduceOp op,
-                  ServerMemory& memory);
+void worker_round(Comm& comm, const ServerLayout& layout, std::size_t chunk, Tensor data,
+                  ReduceOp op, ServerMemory& memory);
 
 }  // namespace gradex

@@ -1,13 +1,14 @@
 #include "runner/machine.h"
 
 #include <sys/utsname.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <ctime>
 #include <fstream>
 #include <string>
 #include <thread>
+
+#include "common/memory_budget.h"
 
 namespace gradex {
 
@@ -46,9 +47,7 @@ nlohmann::json describe_machine() {
   }
   m["cpu"] = first_cpuinfo_field("model name");
   m["hardware_threads"] = std::thread::hardware_concurrency();
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page = sysconf(_SC_PAGE_SIZE);
-  if (pages > 0 && page > 0) m["memory_bytes"] = static_cast<double>(pages) * static_cast<double>(page);
+  if (const double memory = machine_memory_bytes(); memory > 0) m["memory_bytes"] = memory;
   m["compiler"] = std::string("g++ ") + __VERSION__;
 #ifdef NDEBUG
   m["build"] = "release";

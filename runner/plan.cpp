@@ -1,10 +1,44 @@
 #include "runner/plan.h"
 
+#include <algorithm>
+
 #include "bench/baselines/mpi_job.h"
 #include "common/errors.h"
+#include "common/memory_budget.h"
+#include "common/units.h"
 #include "schemes/registry.h"
 
 namespace gradex {
+
+namespace {
+
+// Each worker holds its buffer plus about one message of it in flight (a
+// process transport's unexpected message, recursive doubling's outgoing
+// copy); a PS's servers hold accumulators and staging that add up to two
+// more buffers. Every rank shares this machine: threads of `gradex run`,
+// or the processes `gradex launch -n` starts here (ranks spread over
+// several hosts are counted as if on one). The simulator's buffers are
+// phantoms.
+void check_benchmark_memory(const std::vector<PlannedRun>& runs, const Scenario& scenario) {
+  if (scenario.transport == "sim" || scenario.sizes.empty()) return;
+  const auto largest = std::max_element(scenario.sizes.begin(), scenario.sizes.end());
+  const double size = static_cast<double>(*largest);
+  const auto* written = scenario.source.is_object() && scenario.source.contains("sizes")
+                            ? &scenario.source["sizes"]
+                            : nullptr;
+  const std::string field = written && written->is_object()
+                                ? "/sizes/to"
+                                : "/sizes/" + std::to_string(largest - scenario.sizes.begin());
+  for (const PlannedRun& run : runs) {
+    const int servers = run.instance->endpoints() - run.workers;
+    const int buffers = 2 * run.workers + (servers > 0 ? 2 : 0);
+    check_memory_fits(buffers * size, field,
+                      format_bytes(size) + " x " + std::to_string(buffers) + " buffers for " +
+                          run.scheme + " on " + std::to_string(run.workers) + " workers");
+  }
+}
+
+}  // namespace
 
 RunPlan plan_runs(Scenario scenario) {
   RunPlan plan;
@@ -47,6 +81,9 @@ RunPlan plan_runs(Scenario scenario) {
                           "in-process ranks: it needs \"transport\": \"inproc\" (got '" +
                               scenario.transport + "')");
       }
+      if (scenario.ps_servers < 1) {
+        throw ConfigError("/ps/servers", "PS consistency training needs at least one server");
+      }
       // Its runs are (workers, consistency model), through its own servers.
       plan.scenario = std::move(scenario);
       return plan;
@@ -69,6 +106,7 @@ RunPlan plan_runs(Scenario scenario) {
       plan.runs.push_back(std::move(run));
     }
   }
+  check_benchmark_memory(plan.runs, scenario);
   plan.scenario = std::move(scenario);
   return plan;
 }

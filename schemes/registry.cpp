@@ -40,6 +40,20 @@ std::vector<SchemeEntry> build_registry() {
                  o.placement = ServerPlacement::dedicated;
                  return std::make_unique<ParameterServerScheme>(o);
                }});
+  r.push_back({"ps_pipelined",
+               "parameter server on dedicated endpoints, shards in chunks: each chunk's sum "
+               "returns while the next is pushed",
+               [](SchemeOptions o) {
+                 o.placement = ServerPlacement::dedicated;
+                 return std::make_unique<ParameterServerScheme>(o, /*pipelined=*/true);
+               }});
+  r.push_back({"ps_hybrid",
+               "BytePS placement: a server on every worker plus ps.servers dedicated ones, keys "
+               "split at the proven optimum, pipelined",
+               [](SchemeOptions o) {
+                 o.placement = ServerPlacement::hybrid;
+                 return std::make_unique<ParameterServerScheme>(o, /*pipelined=*/true);
+               }});
   r.push_back({"ps_colocated", "parameter server with its servers spread over the workers",
                [](SchemeOptions o) {
                  o.placement = ServerPlacement::colocated;

@@ -76,7 +76,7 @@ TEST_F(Mpirun, BaselinesBesideTheRingInOneTable) {
     {
       SCOPED_TRACE(dtype + " " + op);
       const auto sc = write("m.json", R"({"name": "m", "transport": "tcp", "workers": 3,
-          "sizes": [0, 4, 4100, 131072], "iters": 2, "warmup_iters": 1, "dtype": ")" + dtype +
+          "sizes": [0, 8, 4104, 131072], "iters": 2, "warmup_iters": 1, "dtype": ")" + dtype +
                                            R"(", "op": ")" + op + R"(",
           "schemes": ["ring", "mpi", "mpi_reduce_bcast"], "timeout_ms": 20000})");
       ASSERT_EQ(shell(mpirun(3) + sc.string() + " --no-output"), 0) << out() << err();

@@ -39,7 +39,9 @@ class OutputPaths : public testing::ProcessTest {
   }
   void expect_refused(const Outcome& o, const std::string& field) {
     EXPECT_EQ(o.code, 2) << o.output();
-    EXPECT_NE(o.err.find("gradex: error: " + field + ": "), std::string::npos) << o.err;
+    // A scenario field is named with its file: "x.json#/output".
+    const std::string named = field[0] == '/' ? ".json#" + field : "gradex: error: " + field;
+    EXPECT_NE(o.err.find(named + ": "), std::string::npos) << o.err;
     EXPECT_FALSE(fs::exists(dir_ / "out" / "results.csv"));
     EXPECT_FALSE(fs::exists(dir_ / "out" / "results.json"));
   }

@@ -98,6 +98,46 @@ TEST(ServerLayout, ColocatedServersSpreadEvenly) {
   }
 }
 
+// BytePS's split: the workers' servers take x = n (n-k) / (n^2 + k n - 2k)
+// of the keys, the dedicated ones the rest; all of it at k = 0, none at k >= n.
+TEST(ServerLayout, HybridSplitsKeysAtTheTheoremsOptimum) {
+  const ServerLayout none(8, 0, ServerPlacement::hybrid);
+  EXPECT_EQ(none.servers(), 8);
+  EXPECT_EQ(none.endpoints(), 8);
+  EXPECT_DOUBLE_EQ(none.hybrid_share(), 1.0);
+  const ServerLayout two(8, 2, ServerPlacement::hybrid);
+  EXPECT_EQ(two.servers(), 10);
+  EXPECT_EQ(two.dedicated(), 2);
+  EXPECT_EQ(two.endpoints(), 10);
+  EXPECT_EQ(two.host(3), 3);
+  EXPECT_EQ(two.host(9), 9);
+  EXPECT_DOUBLE_EQ(two.hybrid_share(), 48.0 / 76.0);
+  const std::size_t count = 7600;
+  std::size_t covered = 0;
+  for (int k = 0; k < two.servers(); ++k) {
+    const KeyRange r = two.shard(count, k);
+    EXPECT_EQ(r.offset, covered) << "server " << k;  // contiguous, in order
+    covered += r.count;
+  }
+  EXPECT_EQ(covered, count);
+  EXPECT_EQ(two.shard(count, 0).count, 600u);   // 4800 keys over 8 workers
+  EXPECT_EQ(two.shard(count, 8).count, 1400u);  // 2800 over 2 servers
+  EXPECT_DOUBLE_EQ(ServerLayout(4, 4, ServerPlacement::hybrid).hybrid_share(), 0.0);
+  EXPECT_DOUBLE_EQ(ServerLayout(4, 9, ServerPlacement::hybrid).hybrid_share(), 0.0);
+}
+
+// Pipelining cuts a shard into chunks in order; the last may be short.
+TEST(Sharding, ChunksCoverTheShardInOrder) {
+  EXPECT_EQ(chunk_count(0, 4), 0u);
+  EXPECT_EQ(chunk_count(10, 0), 1u);
+  EXPECT_EQ(chunk_count(10, 4), 3u);
+  const KeyRange shard{100, 10};
+  EXPECT_EQ(chunk_range(shard, 4, 0).offset, 100u);
+  EXPECT_EQ(chunk_range(shard, 4, 2).offset, 108u);
+  EXPECT_EQ(chunk_range(shard, 4, 2).count, 2u);
+  EXPECT_EQ(chunk_range(shard, 0, 0).count, 10u);
+}
+
 TEST(ServerLayout, RejectsEmptyRoles) {
   EXPECT_THROW(ServerLayout(0, 1, ServerPlacement::dedicated), ConfigError);
   EXPECT_THROW(ServerLayout(2, 0, ServerPlacement::colocated), ConfigError);
@@ -181,20 +221,24 @@ TEST_P(PsLayouts, MatchReferenceAndDeclaredTraffic) {
   o.workers = l.workers;
   o.servers = l.servers;
   o.placement = l.placement;
-  ParameterServerScheme ps(o);
-  for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{1001}}) {
-    for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::min}) {
-      SCOPED_TRACE(testing::Message() << "count " << count << ", op " << reduce_op_name(op));
-      MeasureRequest req;
-      req.count = count;
-      req.op = op;
-      req.dtype = DType::i32;
-      req.warmup_iters = 0;
-      req.iters = 2;
-      const Measurement m = measure(ps, req);
-      EXPECT_EQ(m.wrong, 0u);
-      for (int e = 0; e < ps.endpoints(); ++e) {
-        EXPECT_EQ(m.traffic[e], ps.expected_traffic(e, count, req.dtype)) << "endpoint " << e;
+  o.segment_bytes = 64;  // pipelined: 16 i32 per chunk, so 1001 elements take many
+  for (const bool pipelined : {false, true}) {
+    ParameterServerScheme ps(o, pipelined);
+    for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{1001}}) {
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::min}) {
+        SCOPED_TRACE(testing::Message() << "count " << count << ", op " << reduce_op_name(op)
+                                        << (pipelined ? ", pipelined" : ""));
+        MeasureRequest req;
+        req.count = count;
+        req.op = op;
+        req.dtype = DType::i32;
+        req.warmup_iters = 0;
+        req.iters = 2;
+        const Measurement m = measure(ps, req);
+        EXPECT_EQ(m.wrong, 0u);
+        for (int e = 0; e < ps.endpoints(); ++e) {
+          EXPECT_EQ(m.traffic[e], ps.expected_traffic(e, count, req.dtype)) << "endpoint " << e;
+        }
       }
     }
   }
@@ -209,11 +253,17 @@ INSTANTIATE_TEST_SUITE_P(
                       Layout{3, 7, ServerPlacement::colocated},
                       Layout{3, 5, ServerPlacement::dedicated},
                       Layout{6, 4, ServerPlacement::colocated},
-                      Layout{5, 2, ServerPlacement::dedicated}),
+                      Layout{5, 2, ServerPlacement::dedicated},
+                      Layout{1, 0, ServerPlacement::hybrid},
+                      Layout{3, 0, ServerPlacement::hybrid},
+                      Layout{4, 2, ServerPlacement::hybrid},
+                      Layout{3, 5, ServerPlacement::hybrid}),
     [](const ::testing::TestParamInfo<Layout>& info) {
       const Layout& l = info.param;
       return "w" + std::to_string(l.workers) + "_s" + std::to_string(l.servers) +
-             (l.placement == ServerPlacement::dedicated ? "_dedicated" : "_colocated");
+             (l.placement == ServerPlacement::dedicated   ? "_dedicated"
+              : l.placement == ServerPlacement::colocated ? "_colocated"
+                                                          : "_hybrid");
     });
 
 // ---- the cost model under link shaping ------------------------------------------------------

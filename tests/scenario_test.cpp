@@ -6,8 +6,10 @@
 #include <fstream>
 
 #include "common/errors.h"
+#include "common/json_file.h"
 #include "common/scenario.h"
 #include "runner/plan.h"
+#include "train/train_job.h"
 
 namespace gradex {
 namespace {
@@ -42,11 +44,11 @@ TEST(Scenario, DefaultsAndSweeps) {
   EXPECT_EQ(s.spin, std::chrono::microseconds(100));
   EXPECT_EQ(s.slice_bytes, 0u);
   EXPECT_EQ(scheme_options(parse_scenario(nlohmann::json::parse(
-                               R"({"name": "t", "sizes": [1], "slice_bytes": "2MiB"})")),
+                               R"({"name": "t", "sizes": [4], "slice_bytes": "2MiB"})")),
                            4)
                 .slice_bytes,
             std::size_t{2} << 20);
-  EXPECT_EQ(parse_scenario(nlohmann::json::parse(R"({"name": "t", "sizes": [1], "spin_us": 0})"))
+  EXPECT_EQ(parse_scenario(nlohmann::json::parse(R"({"name": "t", "sizes": [4], "spin_us": 0})"))
                 .spin,
             std::chrono::microseconds(0));
 }
@@ -73,34 +75,50 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, MalformedScenario,
     ::testing::Values(
         Malformed{"not_object", R"([1, 2])", "/"},
-        Malformed{"no_name", R"({"sizes": [1]})", "/name"},
-        Malformed{"unknown_key", R"({"name": "x", "sizes": [1], "wokers": 4})", "/wokers"},
-        Malformed{"workers_zero", R"({"name": "x", "sizes": [1], "workers": 0})", "/workers"},
-        Malformed{"workers_type", R"({"name": "x", "sizes": [1], "workers": "four"})", "/workers"},
-        Malformed{"workers_elem", R"({"name": "x", "sizes": [1], "workers": [2, -1]})", "/workers/1"},
+        Malformed{"no_name", R"({"sizes": [4]})", "/name"},
+        Malformed{"unknown_key", R"({"name": "x", "sizes": [4], "wokers": 4})", "/wokers"},
+        Malformed{"workers_zero", R"({"name": "x", "sizes": [4], "workers": 0})", "/workers"},
+        Malformed{"workers_type", R"({"name": "x", "sizes": [4], "workers": "four"})", "/workers"},
+        Malformed{"workers_elem", R"({"name": "x", "sizes": [4], "workers": [2, -1]})", "/workers/1"},
         Malformed{"no_sizes", R"({"name": "x"})", "/sizes"},
-        Malformed{"size_unit", R"({"name": "x", "sizes": [1, "3 parsecs"]})", "/sizes/1"},
+        Malformed{"size_unit", R"({"name": "x", "sizes": [4, "3 parsecs"]})", "/sizes/1"},
         Malformed{"sweep_order", R"({"name": "x", "sizes": {"from": "1MiB", "to": "1KiB"}})", "/sizes/to"},
         Malformed{"sweep_key", R"({"name": "x", "sizes": {"from": 1, "to": 2, "step": 2}})", "/sizes/step"},
-        Malformed{"dtype", R"({"name": "x", "sizes": [1], "dtype": "f8"})", "/dtype"},
-        Malformed{"op", R"({"name": "x", "sizes": [1], "op": "prod"})", "/op"},
-        Malformed{"iters", R"({"name": "x", "sizes": [1], "iters": 0})", "/iters"},
-        Malformed{"transport", R"({"name": "x", "sizes": [1], "transport": "carrier-pigeon"})", "/transport"},
-        Malformed{"scheme_name", R"({"name": "x", "sizes": [1], "schemes": ["ring", "rnig"]})", "/schemes/1"},
-        Malformed{"schemes_type", R"({"name": "x", "sizes": [1], "schemes": 3})", "/schemes"},
-        Malformed{"ps_key", R"({"name": "x", "sizes": [1], "ps": {"server": 2}})", "/ps/server"},
-        Malformed{"ps_placement", R"({"name": "x", "sizes": [1], "ps": {"placement": "moon"}})", "/ps/placement"},
-        Malformed{"net_empty", R"({"name": "x", "sizes": [1], "network": {}})", "/network"},
-        Malformed{"net_bw", R"({"name": "x", "sizes": [1], "network": {"inter_node": {"bandwidth": "fast"}}})", "/network/inter_node/bandwidth"},
-        Malformed{"net_missing_bw", R"({"name": "x", "sizes": [1], "network": {"inter_node": {"latency": "1us"}}})", "/network/inter_node/bandwidth"},
-        Malformed{"net_latency", R"({"name": "x", "sizes": [1], "network": {"inter_node": {"bandwidth": 1e9, "latency": -1}}})", "/network/inter_node/latency"},
-        Malformed{"net_key", R"({"name": "x", "sizes": [1], "network": {"inter_node": {"bandwidth": 1e9, "jitter": 1}}})", "/network/inter_node/jitter"},
-        Malformed{"spin", R"({"name": "x", "sizes": [1], "spin_us": -5})", "/spin_us"},
-        Malformed{"slice", R"({"name": "x", "sizes": [1], "slice_bytes": "lots"})", "/slice_bytes"},
-        Malformed{"segment", R"({"name": "x", "sizes": [1], "segment_bytes": 0})", "/segment_bytes"},
-        Malformed{"timeout", R"({"name": "x", "sizes": [1], "timeout_ms": 0})", "/timeout_ms"},
-        Malformed{"too_many_real", R"({"name": "x", "sizes": [1], "workers": [4, 2048]})", "/workers/1"},
-        Malformed{"hier_inter", R"({"name": "x", "sizes": [1], "hierarchical": {"inter": "ps"}})", "/hierarchical/inter"}),
+        Malformed{"dtype", R"({"name": "x", "sizes": [4], "dtype": "f8"})", "/dtype"},
+        Malformed{"op", R"({"name": "x", "sizes": [4], "op": "prod"})", "/op"},
+        Malformed{"iters", R"({"name": "x", "sizes": [4], "iters": 0})", "/iters"},
+        Malformed{"transport", R"({"name": "x", "sizes": [4], "transport": "carrier-pigeon"})", "/transport"},
+        Malformed{"scheme_name", R"({"name": "x", "sizes": [4], "schemes": ["ring", "rnig"]})", "/schemes/1"},
+        Malformed{"schemes_type", R"({"name": "x", "sizes": [4], "schemes": 3})", "/schemes"},
+        Malformed{"ps_key", R"({"name": "x", "sizes": [4], "ps": {"server": 2}})", "/ps/server"},
+        Malformed{"ps_placement", R"({"name": "x", "sizes": [4], "ps": {"placement": "moon"}})", "/ps/placement"},
+        Malformed{"net_empty", R"({"name": "x", "sizes": [4], "network": {}})", "/network"},
+        Malformed{"net_bw", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"bandwidth": "fast"}}})", "/network/inter_node/bandwidth"},
+        Malformed{"net_missing_bw", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"latency": "1us"}}})", "/network/inter_node/bandwidth"},
+        Malformed{"net_latency", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"bandwidth": 1e9, "latency": -1}}})", "/network/inter_node/latency"},
+        Malformed{"net_key", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"bandwidth": 1e9, "jitter": 1}}})", "/network/inter_node/jitter"},
+        Malformed{"spin", R"({"name": "x", "sizes": [4], "spin_us": -5})", "/spin_us"},
+        Malformed{"slice", R"({"name": "x", "sizes": [4], "slice_bytes": "lots"})", "/slice_bytes"},
+        Malformed{"segment", R"({"name": "x", "sizes": [4], "segment_bytes": 0})", "/segment_bytes"},
+        Malformed{"timeout", R"({"name": "x", "sizes": [4], "timeout_ms": 0})", "/timeout_ms"},
+        Malformed{"too_many_real", R"({"name": "x", "sizes": [4], "workers": [4, 2048]})", "/workers/1"},
+        Malformed{"hier_inter", R"({"name": "x", "sizes": [4], "hierarchical": {"inter": "ps"}})", "/hierarchical/inter"},
+        // Links outside 1 KB/s-100 TB/s or 0-10 s: a message that would take
+        // hours, or times that overflow to no delay at all.
+        Malformed{"net_too_slow", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"bandwidth": "100B/s"}}})", "/network/inter_node/bandwidth"},
+        Malformed{"net_tiny_rate", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"bandwidth": 1e-300}}})", "/network/inter_node/bandwidth"},
+        Malformed{"net_too_fast", R"({"name": "x", "sizes": [4], "network": {"intra_node": {"bandwidth": "1000TB/s"}}})", "/network/intra_node/bandwidth"},
+        Malformed{"net_latency_1e10", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"bandwidth": 1e9, "latency": "1e10s"}}})", "/network/inter_node/latency"},
+        Malformed{"net_latency_1e300", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"bandwidth": 1e9, "latency": 1e300}}})", "/network/inter_node/latency"},
+        Malformed{"net_preset_latency", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"preset": "ib_hdr_200g", "latency": "11s"}}})", "/network/inter_node/latency"},
+        // Whole elements only: 4097 B of f32 would silently run as 4096.
+        Malformed{"size_partial_f32", R"({"name": "x", "sizes": [4096, 4097]})", "/sizes/1"},
+        Malformed{"size_partial_f64", R"({"name": "x", "sizes": [4], "dtype": "f64"})", "/sizes/0"},
+        Malformed{"sweep_partial", R"({"name": "x", "sizes": {"from": 1023, "to": 4096}})", "/sizes/from"},
+        // Buffers beyond any machine's memory are refused before running.
+        Malformed{"size_terabyte", R"({"name": "x", "sizes": ["1TB"], "workers": 2})", "/sizes/0"},
+        Malformed{"size_max", R"({"name": "x", "sizes": [4, 18446744073709551612]})", "/sizes/1"},
+        Malformed{"sweep_terabyte", R"({"name": "x", "sizes": {"from": "1GiB", "to": "1TiB"}})", "/sizes/to"}),
     [](const auto& info) { return std::string(info.param.label); });
 
 TEST(Scenario, JsonSyntaxErrorsNameLineAndColumn) {
@@ -116,6 +134,67 @@ TEST(Scenario, JsonSyntaxErrorsNameLineAndColumn) {
     EXPECT_NE(e.field().find(":3:"), std::string::npos) << e.what();
   }
   std::filesystem::remove(path);
+}
+
+TEST(Scenario, SimulatedBuffersArePhantomsSoLargeSizesFit) {
+  EXPECT_NO_THROW(plan_runs(parse_scenario(nlohmann::json::parse(
+      R"({"name": "x", "sizes": ["1TB"], "workers": 1024, "transport": "sim"})"))));
+}
+
+TEST(Scenario, DeepNestingIsRefusedBeforeItIsBuilt) {
+  const std::string text = R"({"name": "x", "junk": )" + std::string(150'000, '[');
+  try {
+    parse_json_text(text, "deep.json");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field().rfind("deep.json#/junk/0/0/", 0), 0u) << e.what();
+    EXPECT_NE(e.reason().find("nested deeper than 64"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Scenario, NumberOverflowNamesItsPointer) {
+  try {
+    parse_json_text(R"({"name": "x", "sizes": [4, 1e309]})", "big.json");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "big.json#/sizes/1") << e.what();
+    EXPECT_NE(e.reason().find("'1e309' is out of range"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Scenario, FilesAreReadUpToACap) {
+  try {
+    read_json_file("/dev/zero");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(e.reason().find("larger than 16 MiB"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(read_json_file(std::filesystem::temp_directory_path()), ConfigError);
+}
+
+// Field names a refusal should carry for a workload.
+std::string refused_train_field(const TrainWorkload& w, int workers) {
+  try {
+    check_train_memory(w, workers, workload_pointer());
+  } catch (const ConfigError& e) {
+    EXPECT_NE(e.reason().find("this machine has"), std::string::npos) << e.what();
+    return e.field();
+  }
+  return "accepted";
+}
+
+TEST(Scenario, TrainingBeyondMemoryNamesTheField) {
+  TrainWorkload wide;
+  wide.layers = "2000000000-2000000000";
+  EXPECT_EQ(refused_train_field(wide, 1), "/workload/layers");
+  TrainWorkload scaled;
+  scaled.model = "resnet50";
+  scaled.param_scale = 1000;
+  EXPECT_EQ(refused_train_field(scaled, 1), "/workload/param_scale");
+  TrainWorkload big_batch;
+  big_batch.batch = 1 << 20;
+  EXPECT_EQ(refused_train_field(big_batch, 64), "/workload/batch");
+  EXPECT_EQ(refused_train_field(TrainWorkload{}, 64), "accepted");
 }
 
 TEST(Scenario, FileErrorsCarryThePath) {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "runner/measure.h"
 #include "schemes/registry.h"
@@ -19,10 +21,15 @@ constexpr double kGB = 1e9;
 // double tree sent as one segment (two children share a parent's port, so
 // deeper hops take longer than the pipeline fill counts; exact at n = 2
 // and 4; PipelinedTreeAtAnyWorldSize checks the pipelined case closely)
-// and co-located servers (whose pushes and replies share a NIC).
+// and ps_hybrid. The PS models count every port's bytes in each phase, so
+// co-located servers (whose pushes and replies share a NIC) are exact; for
+// ps_hybrid that count is BytePS's Theorem 1, which assumes every NIC stays
+// busy to the end, while the simulator shares a worker's egress fairly
+// among its destinations, so the dedicated servers' larger shards finish
+// last (5-7% here; HybridPsMeetsTheoremOneAtItsEnds bounds the gap at 1 GB).
 double tolerance(const std::string& name) {
   if (name == "tree") return 0.25;
-  if (name == "ps_colocated" || name == "dp_master") return 0.5;
+  if (name == "ps_hybrid") return 0.1;
   return 1e-9;
 }
 
@@ -105,6 +112,61 @@ TEST(ModelVsSim, PipelinedTreeAtAnyWorldSize) {
   }
 }
 
+// The pipelined PS overlaps every server's ingress with its egress: 8
+// workers and 8 dedicated servers on 25 GB/s NICs move 1 GB in S/B = 40 ms
+// plus a chunk (BytePS's result for k = n), where push-then-pull takes
+// 80 ms; its model holds at other (n, k) and chunk sizes too.
+TEST(ModelVsSim, PipelinedPsOverlapsPushAndPull) {
+  const double gigabyte = 1e9;
+  for (const auto& [n, k, chunk] : std::vector<std::tuple<int, int, std::size_t>>{
+           {8, 8, 1 << 20}, {8, 2, 1 << 20}, {4, 1, 4 << 20}, {16, 4, 256 << 10}}) {
+    SchemeOptions o;
+    o.workers = n;
+    o.servers = k;
+    o.segment_bytes = chunk;
+    auto pipelined = make_scheme("ps_pipelined", o);
+    auto sequential = make_scheme("ps", o);
+    SimRequest req;
+    req.count = static_cast<std::size_t>(gigabyte / 4);
+    req.topology = Topology::grouped(n, 1, k, {}, {25 * kGB, 0});
+    const double sim = simulate_allreduce(*pipelined, req).seconds;
+    const double model = pipelined->model_time(req.count * 4, req.topology);
+    EXPECT_NEAR(sim / model, 1.0, 0.05) << "n " << n << " k " << k << " sim " << sim;
+    const double push_then_pull = simulate_allreduce(*sequential, req).seconds;
+    // n/k servers' worth of traffic through each server NIC, once instead of twice.
+    EXPECT_NEAR(sim, n * gigabyte / k / (25 * kGB), 0.05 * sim) << "n " << n << " k " << k;
+    EXPECT_NEAR(push_then_pull / sim, 2.0, 0.1) << "n " << n << " k " << k;
+  }
+}
+
+// BytePS's hybrid placement (OSDI 2020, Theorem 1): 2 n (n-1) S / ((n^2 +
+// k n - 2k) B) for n workers and k dedicated servers, the ring's time at
+// k = 0 and S/B at k = n, both reproduced by the simulation (plus one chunk
+// of pipeline fill). In between the simulation is slower than the theorem
+// (at n = 8, 1 GB, 25 GB/s: 65.6 ms against 58.9 at k = 2, 62.2 against
+// 50.9 at k = 4): a worker's egress is shared fairly between its
+// destinations instead of being scheduled so that every NIC finishes
+// together, which is what the theorem's key split assumes.
+TEST(ModelVsSim, HybridPsMeetsTheoremOneAtItsEnds) {
+  const double gigabyte = 1e9, bandwidth = 25 * kGB;
+  const int n = 8;
+  for (int k : {0, 1, 2, 4, 8}) {
+    SchemeOptions o;
+    o.workers = n;
+    o.servers = k;
+    o.segment_bytes = 1 << 20;
+    auto hybrid = make_scheme("ps_hybrid", o);
+    SimRequest req;
+    req.count = static_cast<std::size_t>(gigabyte / 4);
+    req.topology = Topology::grouped(n, 1, k, {}, {bandwidth, 0});
+    const double sim = simulate_allreduce(*hybrid, req).seconds;
+    const double theorem = 2.0 * n * (n - 1) * gigabyte / ((n * n + k * n - 2 * k) * bandwidth);
+    const double tolerance = (k == 0 || k == 1 || k == n) ? 0.02 : 0.25;
+    EXPECT_NEAR(sim / theorem, 1.0, tolerance) << "k " << k << " sim " << sim;
+    EXPECT_GE(sim, theorem * 0.999) << "k " << k << ": faster than the proven optimum";
+  }
+}
+
 TEST(ModelVsSim, RingAtAnyWorldSize) {
   for (int n : {3, 5, 7, 64}) {
     SchemeOptions o;
@@ -157,10 +219,12 @@ struct Agreement {
   double simulated;
 };
 
-Agreement compare(const std::string& name, int workers, std::size_t count) {
+Agreement compare(const std::string& name, int workers, std::size_t count,
+                  std::size_t segment_bytes = SchemeOptions{}.segment_bytes) {
   SchemeOptions o;
   o.workers = workers;
   o.servers = 1;
+  o.segment_bytes = segment_bytes;
   auto scheme = make_scheme(name, o);
   // 50 MB/s links: every message takes milliseconds, so the real run's
   // own costs (a thread waking past its deadline, the reduce kernels) stay
@@ -191,6 +255,14 @@ TEST(ShapedVsSim, RingOnFourRanksWithinTenPercent) {
 TEST(ShapedVsSim, ParameterServerOnFourWorkersWithinTenPercent) {
   if (kSanitized) GTEST_SKIP() << "timings are meaningless under sanitizers";
   const Agreement a = compare("ps", 4, std::size_t{1} << 18);  // 1 MB: 2 x 4 x 21 ms
+  EXPECT_NEAR(a.real, a.simulated, 0.10 * a.simulated) << "real " << a.real;
+}
+
+// Pushes and pulls overlap on real threads as in the simulation: 16
+// chunks of 64 KiB per worker, about half push-then-pull's time.
+TEST(ShapedVsSim, PipelinedParameterServerOnFourWorkersWithinTenPercent) {
+  if (kSanitized) GTEST_SKIP() << "timings are meaningless under sanitizers";
+  const Agreement a = compare("ps_pipelined", 4, std::size_t{1} << 18, 64 << 10);
   EXPECT_NEAR(a.real, a.simulated, 0.10 * a.simulated) << "real " << a.real;
 }
 

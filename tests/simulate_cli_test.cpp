@@ -32,7 +32,7 @@ TEST(SimScenario, AcceptsSimTransportAndHardwarePresets) {
 
 TEST(SimScenario, UnknownPresetNamesTheField) {
   try {
-    parse(R"({"name": "x", "sizes": [1], "network": {"inter_node": "ib_xdr_9000g"}})");
+    parse(R"({"name": "x", "sizes": [4], "network": {"inter_node": "ib_xdr_9000g"}})");
     FAIL() << "expected a ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.field(), "/network/inter_node");
@@ -41,7 +41,7 @@ TEST(SimScenario, UnknownPresetNamesTheField) {
 }
 
 TEST(SimScenario, PresetAndBandwidthTogetherIsAnError) {
-  EXPECT_THROW(parse(R"({"name": "x", "sizes": [1], "network": {"inter_node":
+  EXPECT_THROW(parse(R"({"name": "x", "sizes": [4], "network": {"inter_node":
                    {"preset": "pcie4", "bandwidth": "1GB/s"}}})"),
                ConfigError);
 }

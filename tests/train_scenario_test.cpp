@@ -110,7 +110,8 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"iters", R"({"name": "x", "iters": 3, "workload": {"kind": "train"}})", "/iters"},
         Malformed{"sim", R"({"name": "x", "transport": "sim", "workload": {"kind": "train"}})", "/transport"},
         Malformed{"consistency_tcp", R"({"name": "x", "transport": "tcp", "workload": {"kind": "train", "consistency": ["asp"]}})", "/workload/consistency"},
-        Malformed{"consistency_schemes", R"({"name": "x", "schemes": ["ring"], "workload": {"kind": "train", "consistency": ["asp"]}})", "/schemes"}),
+        Malformed{"consistency_schemes", R"({"name": "x", "schemes": ["ring"], "workload": {"kind": "train", "consistency": ["asp"]}})", "/schemes"},
+        Malformed{"consistency_no_server", R"({"name": "x", "ps": {"servers": 0}, "workload": {"kind": "train", "consistency": ["asp"]}})", "/ps/servers"}),
     [](const auto& info) { return std::string(info.param.label); });
 
 // ---- the gradex binary ------------------------------------------------------------

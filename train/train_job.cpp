@@ -3,6 +3,8 @@
 #include <sstream>
 
 #include "common/errors.h"
+#include "common/memory_budget.h"
+#include "common/units.h"
 #include "common/local_group.h"
 #include "schemes/registry.h"
 #include "train/mlp.h"
@@ -76,6 +78,35 @@ void check_train_workload(const TrainWorkload& w, const FieldNamer& field) {
   }
 }
 
+void check_train_memory(const TrainWorkload& w, int ranks_here, const FieldNamer& field) {
+  constexpr double kFloat = 4;
+  // Per worker: weights, gradients, the exchange's flat copy of them and up
+  // to two optimizer moments for every parameter, plus (MLP) each layer's
+  // activations and their gradients for one micro-batch.
+  constexpr double kCopiesPerParam = 5;
+  double params = 0, activations = 0;
+  std::string driver;
+  if (w.model != "mlp") {
+    params = model_profile(w.model).params() * w.param_scale;
+    driver = "param_scale";
+  } else {
+    std::vector<double> widths = {kFashionMnistFeatures};
+    for (int h : parse_hidden(w.layers, field("layers"))) widths.push_back(h);
+    widths.push_back(kFashionMnistClasses);
+    for (std::size_t i = 0; i + 1 < widths.size(); ++i) params += (widths[i] + 1) * widths[i + 1];
+    double width_sum = 0;
+    for (double x : widths) width_sum += x;
+    activations = 2 * w.batch * width_sum;
+    driver = activations > kCopiesPerParam * params ? "batch" : "layers";
+  }
+  const double per_worker = kFloat * (kCopiesPerParam * params + activations);
+  check_memory_fits(per_worker * ranks_here, field(driver),
+                    format_bytes(per_worker) + " per worker for " +
+                        std::to_string(static_cast<long long>(params)) + " parameters" +
+                        (activations > 0 ? " and a batch of " + std::to_string(w.batch) : "") +
+                        ", x " + std::to_string(ranks_here) + " workers on this machine");
+}
+
 TrainJob::TrainJob(TrainWorkload workload, const FieldNamer& field)
     : workload_(std::move(workload)) {
   const TrainWorkload& w = workload_;
@@ -108,6 +139,18 @@ TrainJob::TrainJob(TrainWorkload workload, const FieldNamer& field)
   c.layers = {train_->features()};
   for (int h : parse_hidden(w.layers, field("layers"))) c.layers.push_back(h);
   c.layers.push_back(train_->classes);
+}
+
+void TrainJob::check_worker_counts(const std::vector<int>& workers,
+                                   const FieldNamer& field) const {
+  if (!train_) return;  // profiled: no data, the steps are max_steps
+  for (int n : workers) {
+    try {
+      training_steps_per_epoch(config_, train_->size(), n);
+    } catch (const ConfigError& e) {
+      throw ConfigError(field(e.field()), e.reason() + " (with " + std::to_string(n) + " workers)");
+    }
+  }
 }
 
 std::string TrainJob::describe() const {

@@ -33,6 +33,12 @@ FieldNamer workload_pointer();
 // consistency models. Loads nothing.
 void check_train_workload(const TrainWorkload& workload, const FieldNamer& field);
 
+// Refuses (ConfigError naming the field that drives it) a workload whose
+// model, gradients, optimizer state and activations cannot fit in this
+// machine's memory when `ranks_here` workers share it. Loads nothing: the
+// MLP is sized with Fashion-MNIST's 784 inputs and 10 classes.
+void check_train_memory(const TrainWorkload& workload, int ranks_here, const FieldNamer& field);
+
 class TrainJob {
  public:
   // Checks the workload and, for the MLP, loads the data (DataError when a
@@ -44,6 +50,11 @@ class TrainJob {
   const TrainConfig& config() const { return config_; }
   bool profiled() const { return profile_.has_value(); }
   // One line: what trains, on how much data, with which knobs.
+  // Refuses (ConfigError naming the workload field) worker counts whose
+  // shard of the data gives no full step, before any run starts: the
+  // loop itself only finds out once it runs.
+  void check_worker_counts(const std::vector<int>& workers, const FieldNamer& field) const;
+
   std::string describe() const;
   // The model and data of a run on `workers` workers (a profiled model's
   // emulated data set is sized to its steps).

@@ -28,7 +28,8 @@
 namespace gradex {
 
 struct TrainConfig {
-  std::vector<int> layers{784, 256, 256, 10};  // input, hidden..., classes
+  // input, hidden..., classes
+  std::vector<int> layers{kFashionMnistFeatures, 256, 256, kFashionMnistClasses};
   OptimizerConfig optimizer;
   int batch = 64;       // samples per worker per micro-batch
   int accumulate = 1;   // K micro-batches per optimizer step

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/errors.h"
 
 namespace gradex {
@@ -146,30 +147,39 @@ class InprocComm final : public Comm {
   void wait_state(RequestState& state) override {
     auto& op = static_cast<Op&>(state);
     RankSync& sync = world_.sync[static_cast<std::size_t>(rank_)];
+    const double started = wall_clock().now();
     const auto deadline = std::chrono::steady_clock::now() + world_.options.timeout;
     if (!poll(op, deadline)) {
       std::unique_lock lock(sync.mutex);
-      const bool finished = sync.cv.wait_until(
-          lock, deadline, [&] { return op.done.load() || world_.aborted.load(); });
+      sync.cv.wait_until(lock, deadline,
+                         [&] { return op.done.load() || world_.aborted.load(); });
       if (!op.done.load()) {
         lock.unlock();
         if (world_.aborted.load()) world_.throw_aborted(rank_);
-        const std::string what = detail::concat(
-            "rank ", rank_, ": timed out after ", world_.options.timeout.count(),
-            " ms waiting to ", op.kind == OpKind::send ? "send to" : "receive from", " rank ",
-            op.peer, " (tag ", op.tag, ", ", op.bytes, " bytes)");
-        owner_.abort(rank_, what);
-        world_.drain_transfers();
-        (void)finished;
-        throw TimeoutError(what);
+        time_out(op, "");
       }
     }
     if (world_.aborted.load() && !op.done.load()) world_.throw_aborted(rank_);
     if (!op.error.empty()) throw InvariantError(op.error);
-    if (op.not_before > 0) clock().sleep_until(op.not_before);
+    // Shaped: the message is not through the modelled NIC yet. That wait
+    // is part of this one and ends by the same deadline.
+    const double timeout_s = std::chrono::duration<double>(world_.options.timeout).count();
+    if (op.not_before > 0 && !sleep_until_by(op.not_before, started + timeout_s)) {
+      time_out(op, shaped_delay_note(op.not_before, started));
+    }
   }
 
  private:
+  [[noreturn]] void time_out(const Op& op, const std::string& note) {
+    const std::string what = detail::concat(
+        "rank ", rank_, ": timed out after ", world_.options.timeout.count(), " ms waiting to ",
+        op.kind == OpKind::send ? "send to" : "receive from", " rank ", op.peer, " (tag ",
+        op.tag, ", ", op.bytes, " bytes)", note);
+    owner_.abort(rank_, what);
+    world_.drain_transfers();
+    throw TimeoutError(what);
+  }
+
   // Polls `op` for up to InprocOptions::spin, yielding the core between
   // polls, and says whether the wait is over (done or aborted). A message
   // that lands within the spin costs no sleep and no wake-up, which on a

@@ -17,6 +17,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/errors.h"
 #include "common/port_shaper.h"
 #include "common/tcp/frame.h"
@@ -707,8 +708,8 @@ std::shared_ptr<RequestState> TcpEndpoint::start_recv_reduce(int peer, Tensor ds
 void TcpEndpoint::wait_state(RequestState& state) {
   Impl& m = *impl_;
   auto& op = static_cast<Op&>(state);
-  const double deadline =
-      wall_clock().now() + std::chrono::duration<double>(m.options.timeout).count();
+  const double started = wall_clock().now();
+  const double deadline = started + std::chrono::duration<double>(m.options.timeout).count();
   // Poll without sleeping first, yielding the core between polls: a message
   // that arrives within `spin` is taken without putting this process to
   // sleep and waking it again, which costs tens of microseconds (more on a
@@ -729,15 +730,16 @@ void TcpEndpoint::wait_state(RequestState& state) {
   if (op.done) {
     if (!op.error.empty()) throw InvariantError(detail::concat("rank ", m.rank, ": ", op.error));
     // Shaped: the message is not through the modelled NIC yet. Keep the
-    // connections moving meanwhile, so the peers' frames are not held up.
-    while (!m.failed && !m.closed && wall_clock().now() < op.not_before) {
-      m.progress(op.not_before);
-    }
-    return;
+    // connections moving meanwhile, so the peers' frames are not held up;
+    // this wait is part of the receive's and ends by the same deadline.
+    const double until = std::min(op.not_before, deadline);
+    while (!m.failed && !m.closed && wall_clock().now() < until) m.progress(until);
+    if (m.failed || m.closed || wall_clock().now() >= op.not_before) return;
   }
   const std::string waiting = detail::concat(
       "waiting to ", op.kind == OpKind::send ? "send to" : "receive from", " rank ", op.peer,
-      " (tag ", op.tag, ", ", op.bytes, " bytes)");
+      " (tag ", op.tag, ", ", op.bytes, " bytes)",
+      op.done ? shaped_delay_note(op.not_before, started) : "");
   if (m.failed || m.closed) {
     const int who = m.failed ? m.failed_peer : m.rank;
     const std::string why =

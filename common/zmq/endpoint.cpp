@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/errors.h"
 #include "common/port_shaper.h"
 #include "common/tcp/frame.h"
@@ -704,6 +705,7 @@ std::shared_ptr<RequestState> ZmqEndpoint::start_recv_reduce(int peer, Tensor ds
 void ZmqEndpoint::wait_state(RequestState& state) {
   Impl& m = *impl_;
   auto& op = static_cast<Op&>(state);
+  const double started = wall_clock().now();
   const auto deadline = std::chrono::steady_clock::now() + m.options.timeout;
   std::unique_lock lock(m.mutex);
   m.cv.wait_until(lock, deadline, [&] { return op.done || m.failed; });
@@ -717,13 +719,16 @@ void ZmqEndpoint::wait_state(RequestState& state) {
   if (op.done) {
     lock.unlock();
     if (!op.error.empty()) throw InvariantError(detail::concat("rank ", m.rank, ": ", op.error));
-    if (op.not_before > 0) clock().sleep_until(op.not_before);
-    return;
+    // Shaped: the message is not through the modelled NIC yet; this wait
+    // is part of the receive's and ends by the same deadline.
+    const double timeout_s = std::chrono::duration<double>(m.options.timeout).count();
+    if (op.not_before <= 0 || sleep_until_by(op.not_before, started + timeout_s)) return;
+    lock.lock();
   }
   const std::string what = detail::concat(
       "rank ", m.rank, ": timed out after ", m.options.timeout.count(), " ms waiting to ",
       op.kind == OpKind::send ? "send to" : "receive from", " rank ", op.peer, " (tag ", op.tag,
-      ", ", op.bytes, " bytes)");
+      ", ", op.bytes, " bytes)", op.done ? shaped_delay_note(op.not_before, started) : "");
   lock.unlock();
   abort(m.rank, what);
   throw TimeoutError(what);
