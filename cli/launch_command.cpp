@@ -25,6 +25,7 @@
 #include "bench/baselines/mpi_job.h"
 #include "cli/scenario_flags.h"
 #include "cli/train_scenario.h"
+#include "common/cancel.h"
 #include "common/errors.h"
 #include "common/group_endpoint.h"
 #include "common/tcp/rendezvous.h"
@@ -82,6 +83,7 @@ int run_launcher(const LaunchFlags& f, const RunPlan& plan) {
       {"GRADEX_RENDEZVOUS", "127.0.0.1:" + std::to_string(free_loopback_port())},
       {"GRADEX_TOKEN", token && *token ? token : random_token()},
   };
+  throw_if_cancelled();  // a signal before the ranks start: start none
   const auto children = spawn_ranks(participant_args(f), size, env);
   // After a failure the survivors end within their own wait timeout.
   return supervise(children, plan.scenario.timeout + std::chrono::seconds(5), std::cerr);
@@ -201,6 +203,9 @@ Command add_launch_command(CLI::App& parent) {
             if (plan.scenario.workers.size() != 1) {
               throw ConfigError("-n", "a launched run has one worker count: give -n");
             }
+            // Checked where the files are written: by rank 0, and by the
+            // launcher before any rank starts.
+            if (!env || env->rank == 0) check_output_paths(f->scenario, plan.scenario);
             if (env) {
               const int code = run_participant(*env, *f, plan);
               if (mpi) mpi->finalize();

@@ -4,9 +4,11 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <string>
 #include <vector>
 
 #include "cli/command.h"
+#include "common/cancel.h"
 #include "common/errors.h"
 
 int main(int argc, char** argv) {
@@ -27,6 +29,8 @@ int main(int argc, char** argv) {
     return kExitBadInput;
   }
   try {
+    // Before any run starts: INT and TERM then cancel it (common/cancel.h).
+    gradex::install_cancel_handlers();
     for (const Command& c : commands) {
       if (c.app->parsed()) return c.run();
     }
@@ -35,6 +39,12 @@ int main(int argc, char** argv) {
     std::cerr << "gradex: error: " << e.what() << "\n";
     return kExitBadInput;
   } catch (const std::exception& e) {
+    // Once a signal arrived, whatever ended the run (the check point that
+    // saw it, or a peer's abort it caused) reports the cancel.
+    if (const int sig = gradex::cancel_signal(); sig != 0) {
+      std::cerr << "gradex: cancelled by signal " + std::to_string(sig) + "\n" << std::flush;
+      return kExitCancelled + sig;
+    }
     // One write, so that lines of several launched ranks never interleave.
     std::cerr << std::string("gradex: run failed: ") + e.what() + "\n" << std::flush;
     return kExitFailed;

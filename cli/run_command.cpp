@@ -23,6 +23,7 @@ Command add_run_command(CLI::App& parent) {
   add_unshaped_flag(*cmd, *flags);
   return {cmd, [flags, quiet] {
             RunPlan plan = load_plan(*flags);
+            check_output_paths(*flags, plan.scenario);
             std::ostream& out = std::cout;
             if (const auto& training = plan.scenario.training) {
               const TrainJob job(*training, workload_fields(*flags));

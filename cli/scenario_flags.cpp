@@ -4,6 +4,7 @@
 
 #include "common/errors.h"
 #include "common/scenario.h"
+#include "runner/output_paths.h"
 #include "schemes/registry.h"
 #include "train/train_job.h"
 
@@ -70,6 +71,15 @@ RunPlan load_plan(const ScenarioFlags& flags) {
     // Checks after parsing name a JSON pointer alone; flags name themselves.
     if (e.field().rfind('/', 0) != 0) throw;
     throw ConfigError(flags.scenario + "#" + e.field(), e.reason());
+  }
+}
+
+void check_output_paths(const ScenarioFlags& flags, const Scenario& s) {
+  if (!s.output.empty()) {
+    check_output_folder(s.output, !flags.output.empty() ? "-o" : flags.scenario + "#/output");
+  }
+  if (s.training && !s.training->trace.empty()) {
+    check_output_file(s.training->trace, workload_fields(flags)("trace"));
   }
 }
 

@@ -32,5 +32,9 @@ RunPlan load_plan(const ScenarioFlags& flags);
 // How errors found after loading name a workload field: with the file, as
 // the parser names fields ("x.json#/workload/batch").
 FieldNamer workload_fields(const ScenarioFlags& flags);
+// Checks, before the run, that the results folder and the trace file of
+// `scenario` (loaded with `flags`) can be written (runner/output_paths.h):
+// ConfigError naming -o or the scenario's field ("x.json#/output") otherwise.
+void check_output_paths(const ScenarioFlags& flags, const Scenario& scenario);
 
 }  // namespace gradex::cli

@@ -75,6 +75,7 @@ Command add_simulate_command(CLI::App& parent) {
               f.servers = k;
               RunPlan plan = load_plan(f);
               if (all.empty()) {
+                check_output_paths(f, plan.scenario);
                 print_preamble(out, plan.scenario);
                 out << "# simulated: virtual time, phantom buffers (values not checked); "
                        "model = Scheme::model_time (alpha-beta)\n";

@@ -12,6 +12,7 @@
 #include "cli/train_output.h"
 #include "common/errors.h"
 #include "common/topology.h"
+#include "runner/output_paths.h"
 #include "schemes/registry.h"
 #include "train/train_job.h"
 #include "train/zero.h"
@@ -176,6 +177,9 @@ Command add_train_command(CLI::App& parent) {
   cmd->add_option("--straggler-ms", f->straggler_ms,
                   "PS training: the last worker sleeps this long every step");
   return {cmd, [f] {
+            // Where the run writes, checked before it trains for minutes.
+            if (!f->output.empty()) check_output_folder(f->output, "-o");
+            if (!f->w.trace.empty()) check_output_file(f->w.trace, "--trace");
             check_link_range({f->link_gbps * 1e9, f->latency_us * 1e-6}, "--link-gbps",
                              "--latency-us");
             std::vector<std::string> schemes;

@@ -1,6 +1,9 @@
 #include "cli/train_output.h"
 
 #include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/command.h"
 #include "runner/atomic_file.h"
@@ -11,6 +14,8 @@ namespace gradex::cli {
 int finish_training(std::ostream& out, const TrainOutcome& o, const TrainOutputs& w) {
   print_train_summary(out, o.runs);
   if (!o.staleness_table.empty()) out << staleness_header() << o.staleness_table;
+  // The result files and the trace are written together, all or none.
+  std::vector<std::pair<std::filesystem::path, std::string>> files;
   if (!w.folder.empty()) {
     nlohmann::json doc;
     if (w.scenario != nullptr) {
@@ -20,15 +25,14 @@ int finish_training(std::ostream& out, const TrainOutcome& o, const TrainOutputs
     doc.update(train_json(o.runs, w.config));
     if (!o.staleness.empty()) doc["staleness"] = o.staleness;
     const std::filesystem::path folder = w.folder;
-    std::filesystem::create_directories(folder);
-    write_files_atomically({{folder / "results.csv", train_csv(o.runs)},
-                            {folder / "results.json", doc.dump(2) + "\n"}});
-    out << "# results written to " << w.folder << "/results.{csv,json}\n";
+    files.push_back({folder / "results.csv", train_csv(o.runs)});
+    files.push_back({folder / "results.json", doc.dump(2) + "\n"});
   }
-  if (w.trace != nullptr && !w.trace_path.empty()) {
-    w.trace->write(w.trace_path);
-    out << "# trace written to " << w.trace_path << "\n";
-  }
+  const bool tracing = w.trace != nullptr && !w.trace_path.empty();
+  if (tracing) files.push_back({w.trace_path, w.trace->json_text()});
+  if (!files.empty()) write_files_atomically(files);
+  if (!w.folder.empty()) out << "# results written to " << w.folder << "/results.{csv,json}\n";
+  if (tracing) out << "# trace written to " << w.trace_path << "\n";
   for (const TrainRun& r : o.runs) {
     if (!r.result.replicas_agree) return kExitWrong;
   }

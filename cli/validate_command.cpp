@@ -14,6 +14,7 @@ Command add_validate_command(CLI::App& parent) {
   add_scenario_flags(*cmd, *flags);
   return {cmd, [flags] {
             RunPlan plan = load_plan(*flags);
+            check_output_paths(*flags, plan.scenario);
             if (const auto& t = plan.scenario.training) {
               // Loads the data as a run would, to refuse the same plans.
               const TrainJob job(*t, workload_fields(*flags));

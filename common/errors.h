@@ -49,6 +49,18 @@ class ConfigError : public Error {
   std::string reason_;
 };
 
+// The run was cancelled by a signal (SIGINT, SIGTERM): it stops and writes
+// nothing; the command exits with 128 + signal, as a shell reports it.
+class CancelledError : public Error {
+ public:
+  explicit CancelledError(int signal)
+      : Error("cancelled by signal " + std::to_string(signal)), signal_(signal) {}
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
+};
+
 // A broken invariant inside gradex (a bug, not bad input).
 class InvariantError : public Error {
  public:

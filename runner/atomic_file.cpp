@@ -6,6 +6,7 @@
 #include <string>
 #include <system_error>
 
+#include "common/cancel.h"
 #include "common/errors.h"
 
 namespace gradex {
@@ -28,6 +29,9 @@ void write_temp(const std::filesystem::path& tmp, const std::string& content) {
 
 void write_files_atomically(
     const std::vector<std::pair<std::filesystem::path, std::string>>& files) {
+  // A cancelled run writes nothing, not even the folder; one cancelled
+  // while the temporaries were written leaves none of them.
+  throw_if_cancelled();
   std::vector<std::filesystem::path> temps;
   try {
     for (const auto& [path, content] : files) {
@@ -37,6 +41,7 @@ void write_files_atomically(
       write_temp(tmp, content);
       temps.push_back(tmp);
     }
+    throw_if_cancelled();
   } catch (...) {
     for (const auto& t : temps) {
       std::error_code ec;

@@ -1,5 +1,6 @@
 #include "runner/execute.h"
 
+#include "common/cancel.h"
 #include "runner/measure.h"
 #include "runner/measure_group.h"
 #include "runner/measure_sim.h"
@@ -56,6 +57,8 @@ std::vector<ResultRow> execute_plan(
     Topology topo = scenario_topology(sc, run.workers, endpoints);
     if (sc.network.shaped) req.transport.shaping = topo;
     for (std::size_t bytes : sc.sizes) {
+      // The simulator runs a size in one go: it is cancelled between sizes.
+      throw_if_cancelled();
       req.count = bytes / dtype_size(sc.dtype);
       const Measurement m = sc.transport == "inproc" ? measure(scheme, req)
                             : sc.transport == "sim"  ? measure_simulated(scheme, req, topo)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "common/cancel.h"
 #include "common/errors.h"
 #include "common/verify.h"
 
@@ -58,6 +59,9 @@ RankMeasurement measure_rank(Comm& comm, Scheme& scheme, const MeasureRequest& r
   RankMeasurement mine;
   mine.seconds.assign(static_cast<std::size_t>(request.iters), 0.0);
   for (int it = -request.warmup_iters; it < request.iters; ++it) {
+    // A cancelled run stops within one iteration; the rank that throws
+    // aborts the group, which wakes the others from their waits.
+    throw_if_cancelled();
     if (is_worker) fill_input(data, r);
     comm.barrier();
     comm.reset_traffic();

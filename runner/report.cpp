@@ -56,7 +56,7 @@ void print_preamble(std::ostream& out, const Scenario& s) {
   out << (simulated ? "# time: the slowest worker's virtual time"
                     : "# time: median of the timed iterations (slowest worker each)")
       << "; busbw = algbw x 2(n-1)/n;\n"
-      << "# util: link bytes sent / (summed egress capacity x time)\n";
+      << "# util: link bytes sent / (summed egress capacity x time)" << std::endl;
 }
 
 void print_run_header(std::ostream& out, const PlannedRun& run) {

@@ -15,7 +15,9 @@ using EnvVars = std::vector<std::pair<std::string, std::string>>;
 
 // Starts `count` copies of this executable with `args` (argv[1..]); copy r
 // gets GRADEX_RANK=r, GRADEX_WORLD_SIZE=count and `env` on top of this
-// process's environment. Returns the pids in rank order.
+// process's environment. Each copy is killed when this process ends, however
+// it ends (PR_SET_PDEATHSIG), so no rank outlives its launcher. Returns the
+// pids in rank order.
 std::vector<pid_t> spawn_ranks(const std::vector<std::string>& args, int count, const EnvVars& env);
 
 // Waits for every child. Once one fails, the others get `grace` to end on
@@ -23,6 +25,9 @@ std::vector<pid_t> spawn_ranks(const std::vector<std::string>& args, int count, 
 // so the launcher never hangs. Failures are logged naming the rank.
 // Returns 0 when all succeeded, else the exit code to report (1 when a
 // rank crashed or was killed, otherwise the first non-zero code by rank).
+// On SIGINT or SIGTERM (common/cancel.h) the signal is passed on to every
+// rank, those still running a few seconds later are killed, and the result
+// is 128 + signal.
 int supervise(const std::vector<pid_t>& children, std::chrono::milliseconds grace,
               std::ostream& log);
 

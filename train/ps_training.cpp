@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/cancel.h"
 #include "common/errors.h"
 #include "ps/sharding.h"
 #include "train/mlp.h"
@@ -196,6 +197,9 @@ PsTrainResult train_parameter_server(const PsTrainConfig& ps, const TrainConfig&
       const auto shard = shard_indices(train.size(), rank, workers, config.seed, epoch);
       double loss_sum = 0;
       for (long s = 0; s < steps; ++s, ++t) {
+        // A cancelled run stops between steps; the servers' waits see the
+        // worker's failure and end too.
+        throw_if_cancelled();
         const double t0 = comm.clock().now();
         std::fill(grads.begin(), grads.end(), 0.0f);
         const std::span<const std::size_t> batch(

@@ -1,7 +1,6 @@
 #include "train/trace.h"
 
 #include <algorithm>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -19,7 +18,7 @@ std::vector<TraceEvent> Trace::events() const {
   return events_;
 }
 
-void Trace::write(const std::filesystem::path& path) const {
+std::string Trace::json_text() const {
   const std::vector<TraceEvent> evs = events();
   double origin = evs.empty() ? 0 : evs.front().start;
   for (const auto& e : evs) origin = std::min(origin, e.start);
@@ -38,9 +37,7 @@ void Trace::write(const std::filesystem::path& path) const {
     out.push_back({{"ph", "X"}, {"name", e.name}, {"pid", e.rank}, {"tid", e.track},
                    {"ts", (e.start - origin) * 1e6}, {"dur", e.duration * 1e6}});
   }
-  std::ofstream f(path);
-  if (!f) throw Error("cannot write trace " + path.string());
-  f << nlohmann::json{{"traceEvents", out}, {"displayTimeUnit", "ms"}}.dump() << "\n";
+  return nlohmann::json{{"traceEvents", out}, {"displayTimeUnit", "ms"}}.dump() + "\n";
 }
 
 void gather_trace(Comm& comm, Trace& trace) {

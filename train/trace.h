@@ -25,8 +25,9 @@ class Trace {
  public:
   void add(TraceEvent e);
   std::vector<TraceEvent> events() const;
-  // Writes the JSON trace (times relative to the earliest event, in us).
-  void write(const std::filesystem::path& path) const;
+  // The JSON trace (times relative to the earliest event, in us), written
+  // by the caller together with the run's other files, all or none.
+  std::string json_text() const;
 
  private:
   mutable std::mutex mutex_;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 
+#include "common/cancel.h"
 #include "common/errors.h"
 #include "schemes/registry.h"
 #include "train/reducer.h"
@@ -72,6 +73,9 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
     const auto shard = shard_indices(source.samples, rank, workers, config.seed, epoch);
     double loss_sum = 0;
     for (long s = 0; s < steps; ++s) {
+      // Between steps the reducer is idle: a cancelled run stops here and
+      // its abort wakes the other ranks.
+      throw_if_cancelled();
       const bool tracing = trace != nullptr && epoch == 0 && s < config.trace_steps;
       reducer.set_tracing(tracing);
       const double t_start = comm.clock().now();

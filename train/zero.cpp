@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "allreduce/ring.h"
+#include "common/cancel.h"
 #include "common/errors.h"
 #include "train/mlp.h"
 #include "train/optimizer.h"
@@ -60,6 +61,7 @@ ZeroResult train_zero(const TrainConfig& config, int workers, const Dataset& tra
       const auto shard = shard_indices(train.size(), rank, workers, config.seed, epoch);
       double loss_sum = 0;
       for (long s = 0; s < steps; ++s) {
+        throw_if_cancelled();  // a cancelled run stops between steps
         const double t0 = comm.clock().now();
         std::fill(grads.begin(), grads.end(), 0.0f);
         for (int k = 0; k < config.accumulate; ++k) {
