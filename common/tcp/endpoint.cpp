@@ -553,6 +553,7 @@ void TcpEndpoint::connect(const std::vector<std::string>& addresses) {
   req.addresses = addresses;
   req.token = m.options.token;
   req.deadline = std::chrono::steady_clock::now() + m.options.timeout;
+  req.timeout = m.options.timeout;
   auto sockets = tcp::build_mesh(*m.setup_io, *m.acceptor, req);
   // Keep each connection as a plain non-blocking descriptor, then drop the
   // setup io_context with whatever handlers it still holds.
