@@ -7,6 +7,11 @@
 
 #include <algorithm>
 
+// Boost 1.74's asio/awaitable.hpp uses std::exchange without including it.
+#include <utility>
+
+#include <boost/asio/ip/address.hpp>
+
 #include "common/errors.h"
 
 namespace gradex::tcp {
@@ -25,6 +30,21 @@ void random_bytes(void* out, std::size_t n) {
 }
 
 }  // namespace
+
+bool is_loopback_host(const std::string& host) {
+  if (host == "localhost") return true;
+  boost::system::error_code ec;
+  const auto ip = boost::asio::ip::make_address(host, ec);
+  return !ec && ip.is_loopback();
+}
+
+void require_token_beyond_loopback(const std::string& bind_host, const std::string& token) {
+  if (!token.empty() || is_loopback_host(bind_host)) return;
+  throw ConfigError("GRADEX_TOKEN",
+                    "required when listening beyond loopback (GRADEX_BIND=" + bind_host +
+                        "): without a shared secret anyone who reaches the port could join; "
+                        "set GRADEX_TOKEN to the same random secret on every rank");
+}
 
 std::chrono::milliseconds hello_deadline(std::chrono::milliseconds timeout) {
   return std::min(kHelloDeadline, timeout);

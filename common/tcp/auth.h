@@ -50,6 +50,12 @@ struct Exchange {
   std::int32_t size = 0;
 };
 
+// Whether `host` (an IP address or "localhost") is loopback: 127.0.0.0/8 or ::1.
+bool is_loopback_host(const std::string& host);
+// Listening beyond loopback without a token would admit anyone who can
+// reach the port: throws ConfigError naming GRADEX_TOKEN then.
+void require_token_beyond_loopback(const std::string& bind_host, const std::string& token);
+
 // A nonce from the operating system's CSPRNG (OpenSSL RAND_bytes).
 Nonce random_nonce();
 // `bytes` random bytes from the CSPRNG, as lowercase hex (a launcher token).

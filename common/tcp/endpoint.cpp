@@ -19,6 +19,7 @@
 
 #include "common/errors.h"
 #include "common/port_shaper.h"
+#include "common/tcp/auth.h"
 #include "common/tcp/frame.h"
 #include "common/tcp/mesh.h"
 
@@ -497,6 +498,7 @@ TcpEndpoint::TcpEndpoint(int rank, int size, TcpOptions options)
     : impl_(std::make_unique<Impl>(rank, size, std::move(options))) {
   GRADEX_ENFORCE(size >= 1 && rank >= 0 && rank < size, "rank ", rank, " of ", size);
   Impl& m = *impl_;
+  tcp::require_token_beyond_loopback(m.options.bind_host, m.options.token);
   if (m.options.shaping) {
     GRADEX_ENFORCE_EQ(m.options.shaping->endpoints(), size, "shaping topology size");
     if (m.options.shaping->shaped()) m.shaper.emplace(*m.options.shaping, rank);

@@ -179,7 +179,16 @@ class MeshBuilder {
   void accept() {
     auto st = std::make_shared<Pending>(io_);
     acceptor_.async_accept(*st->socket, [this, st](boost::system::error_code ec) {
-      if (ec) return;  // acceptor closed or io stopped
+      if (ec == asio::error::operation_aborted) return;  // acceptor closed
+      if (ec) {
+        // Out of descriptors or a connection reset before it was taken:
+        // try again shortly (dropped connections free descriptors).
+        accept_pause_.expires_after(std::chrono::milliseconds(10));
+        accept_pause_.async_wait([this](boost::system::error_code e) {
+          if (!e && remaining_ > 0) accept();
+        });
+        return;
+      }
       watch(st);
       asio::async_read(*st->socket, asio::buffer(st->hello),
                        [this, st](auto ec2, std::size_t) { on_hello(st, ec2); });
@@ -272,6 +281,7 @@ class MeshBuilder {
   std::vector<std::string> rejected_;
   std::size_t rejected_count_ = 0;
   AdmissionQueue<Pending> pending_;  // accepted, not yet admitted
+  asio::steady_timer accept_pause_{io_};
 };
 
 }  // namespace

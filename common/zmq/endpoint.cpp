@@ -370,6 +370,7 @@ ZmqEndpoint::ZmqEndpoint(int rank, int size, EndpointOptions options)
     : impl_(std::make_unique<Impl>(rank, size, std::move(options))) {
   GRADEX_ENFORCE(size >= 1 && rank >= 0 && rank < size, "rank ", rank, " of ", size);
   Impl& m = *impl_;
+  tcp::require_token_beyond_loopback(m.options.bind_host, m.options.token);
   if (m.options.shaping && m.options.shaping->shaped()) {
     GRADEX_ENFORCE_EQ(m.options.shaping->endpoints(), size, "shaping topology size");
     m.shaper.emplace(*m.options.shaping, rank);
