@@ -331,9 +331,16 @@ TEST(LaunchEnv, ReadsGradexOpenMpiPmiAndSlurmVariables) {
   EXPECT_EQ(p->size, 3);
   EXPECT_EQ(p->source, "PMI");
   auto s = from({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"GRADEX_RENDEZVOUS", "h:1"},
-                 {"GRADEX_BIND", "0.0.0.0"}, {"GRADEX_ADVERTISE", "10.1.2.3"}});
+                 {"GRADEX_BIND", "0.0.0.0"}, {"GRADEX_ADVERTISE", "10.1.2.3"},
+                 {"GRADEX_TOKEN", "t"}});
   ASSERT_TRUE(s);
   EXPECT_EQ(s->advertise, "10.1.2.3");
+  // Beyond loopback a token is required; on loopback it may be empty.
+  EXPECT_THROW(from({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"GRADEX_RENDEZVOUS", "h:1"},
+                     {"GRADEX_BIND", "10.1.2.3"}}),
+               ConfigError);
+  EXPECT_TRUE(from({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"GRADEX_RENDEZVOUS", "h:1"},
+                    {"GRADEX_BIND", "127.0.0.2"}}));
 }
 
 TEST(LaunchEnv, BadVariablesNameThemselves) {
