@@ -22,12 +22,14 @@
 #include <boost/asio.hpp>
 
 #include "cli/command.h"
+#include "cli/message_limit.h"
 #include "bench/baselines/mpi_job.h"
 #include "cli/scenario_flags.h"
 #include "cli/train_scenario.h"
 #include "common/cancel.h"
 #include "common/errors.h"
 #include "common/group_endpoint.h"
+#include "common/tcp/auth.h"
 #include "common/tcp/rendezvous.h"
 #include "runner/group_run.h"
 #include "runner/launch_env.h"
@@ -44,12 +46,8 @@ struct LaunchFlags {
   bool quiet = false;
 };
 
-std::string random_token() {
-  std::random_device rd;
-  std::ostringstream s;
-  for (int i = 0; i < 4; ++i) s << std::hex << rd();
-  return s.str();
-}
+// 32 bytes from the CSPRNG: the children's only defence on a shared host.
+std::string random_token() { return tcp::random_hex(32); }
 
 // A port nobody uses right now, for rank 0's store. Another program could
 // take it before rank 0 binds it; rank 0 then fails with a clear error.
@@ -109,6 +107,7 @@ int run_participant(const LaunchEnv& env, const LaunchFlags& f, const RunPlan& p
   options.token = env.token;
   options.bind_host = env.bind_host;
   options.advertise_host = env.advertise;
+  options.max_message_bytes = message_limit(plan, job ? &*job : nullptr);
   const auto owned = make_group_endpoint(sc.transport, env.rank, size, options);
   GroupEndpoint& endpoint = *owned;
   {
@@ -116,8 +115,15 @@ int run_participant(const LaunchEnv& env, const LaunchFlags& f, const RunPlan& p
     if (env.rank == 0) {
       store = std::make_unique<tcp::RendezvousServer>(env.rendezvous, size, env.token, sc.timeout);
     }
-    const auto addresses =
-        tcp::rendezvous(env.rendezvous, env.rank, size, env.token, endpoint.address(), sc.timeout);
+    std::vector<std::string> addresses;
+    try {
+      addresses = tcp::rendezvous(env.rendezvous, env.rank, size, env.token, endpoint.address(),
+                                  sc.timeout);
+    } catch (const TimeoutError& e) {
+      // Rank 0 hosts the store, so it can say who never came.
+      if (!store) throw;
+      throw TimeoutError(detail::concat(e.what(), "; ", tcp::never_registered(store->missing())));
+    }
     endpoint.connect(addresses);
   }
   std::ostream& out = std::cout;

@@ -10,7 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-matplotlib
   libboost-context-dev
-  libboost-dev libboost-system-dev libzmq3-dev cppzmq-dev
+  libboost-dev libboost-system-dev libzmq3-dev cppzmq-dev libssl-dev
   libeigen3-dev zlib1g-dev dataset-fashion-mnist
   libopenmpi-dev openmpi-bin
   iproute2

@@ -21,6 +21,8 @@
 #include <thread>
 
 #include "common/errors.h"
+#include "common/tcp/rendezvous.h"
+#include "hostile_peer.h"
 #include "process_fixture.h"
 #include "runner/launch_env.h"
 
@@ -166,6 +168,64 @@ TEST_F(Launch, WrongTokenIsRefused) {
   EXPECT_NE(slurp(dir_ / "rank0").find("timed out"), std::string::npos) << slurp(dir_ / "rank0");
 }
 
+// Listening on every interface with no token would admit anyone: refused
+// up front (exit 2), naming the variable to set.
+TEST_F(Launch, BindingBeyondLoopbackWithoutATokenIsBadInput) {
+  const fs::path sc = write("tcp.json", R"({"name": "tcp", "transport": "tcp", "workers": 2,
+      "sizes": [64], "schemes": ["ring"], "timeout_ms": 1500})");
+  const int code = shell("GRADEX_WORLD_SIZE=2 GRADEX_RANK=0 GRADEX_BIND=0.0.0.0 "
+                         "GRADEX_ADVERTISE=127.0.0.1 GRADEX_RENDEZVOUS=127.0.0.1:" +
+                         std::to_string(free_port()) + " " + kGradex + " launch --no-output -n 2 " +
+                         sc.string());
+  EXPECT_EQ(code, 2) << err();
+  EXPECT_NE(err().find("GRADEX_TOKEN"), std::string::npos) << err();
+}
+
+// A rank that never starts: rank 0 says which ones never registered.
+TEST_F(Launch, ARankThatNeverStartsIsNamed) {
+  const fs::path sc = write("tcp.json", R"({"name": "tcp", "transport": "tcp", "workers": 3,
+      "sizes": [64], "schemes": ["ring"], "timeout_ms": 1000})");
+  const std::string common = "GRADEX_WORLD_SIZE=3 GRADEX_TOKEN=t GRADEX_RENDEZVOUS=127.0.0.1:" +
+                             std::to_string(free_port()) + " ";
+  const std::string args = " launch --no-output -n 3 " + sc.string();
+  const int code = shell(common + "GRADEX_RANK=1 " + kGradex + args + " 2>/dev/null & " + common +
+                         "GRADEX_RANK=0 " + kGradex + args + "; r=$?; wait; exit $r");
+  EXPECT_EQ(code, 1) << err();
+  EXPECT_NE(err().find("rank 2 never registered"), std::string::npos) << err();
+}
+
+// An admitted peer (it knows the token) announcing a 2^36-1 byte frame to a
+// launched rank whose plan sends 4 KiB: refused before allocating, naming
+// the peer. Rank 0 runs with 2 GB of address space, so an allocation of
+// the announced size could not succeed anyway.
+TEST_F(Launch, AnOversizedFrameIsRefusedByThePlansLimit) {
+  const fs::path sc = write("tcp.json", R"({"name": "tcp", "transport": "tcp", "workers": 2,
+      "sizes": [4096], "schemes": ["ring"], "timeout_ms": 4000})");
+  const std::string rdv = "127.0.0.1:" + std::to_string(free_port());
+  int code = -1;
+  std::thread rank0([&] {
+    code = shell("ulimit -v 2000000; GRADEX_WORLD_SIZE=2 GRADEX_RANK=0 GRADEX_TOKEN=t "
+                 "GRADEX_RENDEZVOUS=" + rdv + " " + kGradex + " launch --no-output -n 2 " +
+                 sc.string());
+  });
+  try {
+    const auto table = tcp::rendezvous(rdv, 1, 2, "t", "127.0.0.1:1", 4000ms);
+    testing::RawPeer peer(table[0]);
+    EXPECT_EQ(peer.admit(1, 2, 0, "t"), tcp::AckStatus::admitted);
+    tcp::FrameHeader h;
+    h.tag = 1;
+    h.length = (std::uint64_t{1} << 36) - 1;
+    peer.write(h.encode());
+    rank0.join();
+  } catch (...) {
+    rank0.join();
+    throw;
+  }
+  EXPECT_EQ(code, 1) << err();
+  EXPECT_NE(err().find("bad frame from rank 1"), std::string::npos) << err();
+  EXPECT_NE(err().find("exceeds the limit"), std::string::npos) << err();
+}
+
 // The children of `pid`, oldest first (the launcher starts rank 0 first).
 std::vector<pid_t> children_of(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
@@ -271,9 +331,16 @@ TEST(LaunchEnv, ReadsGradexOpenMpiPmiAndSlurmVariables) {
   EXPECT_EQ(p->size, 3);
   EXPECT_EQ(p->source, "PMI");
   auto s = from({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"GRADEX_RENDEZVOUS", "h:1"},
-                 {"GRADEX_BIND", "0.0.0.0"}, {"GRADEX_ADVERTISE", "10.1.2.3"}});
+                 {"GRADEX_BIND", "0.0.0.0"}, {"GRADEX_ADVERTISE", "10.1.2.3"},
+                 {"GRADEX_TOKEN", "t"}});
   ASSERT_TRUE(s);
   EXPECT_EQ(s->advertise, "10.1.2.3");
+  // Beyond loopback a token is required; on loopback it may be empty.
+  EXPECT_THROW(from({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"GRADEX_RENDEZVOUS", "h:1"},
+                     {"GRADEX_BIND", "10.1.2.3"}}),
+               ConfigError);
+  EXPECT_TRUE(from({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"GRADEX_RENDEZVOUS", "h:1"},
+                    {"GRADEX_BIND", "127.0.0.2"}}));
 }
 
 TEST(LaunchEnv, BadVariablesNameThemselves) {

@@ -4,6 +4,7 @@
 // end in errors naming the peer instead of hangs.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "common/errors.h"
+#include "hostile_peer.h"
 #include "lost_peer_check.h"
 #include "common/port_shaper.h"
 #include "common/tcp/endpoint.h"
@@ -325,6 +327,151 @@ TEST(TcpAdmission, WrongTokenIsRefused) {
   EXPECT_THROW(a.connect(addresses), TimeoutError);
   tb.join();
   EXPECT_NE(b_error.find("token mismatch"), std::string::npos) << b_error;
+}
+
+// Strangers that claim rank 1 with an empty or a wrong token are turned
+// away (today's main admitted the empty one), and rank 1 still joins.
+TEST(TcpAdmission, StrangersWithAnEmptyOrWrongTokenAreRefusedAndTheRealPeerJoins) {
+  TcpEndpoint a(0, 2, quick(5'000ms));
+  TcpEndpoint b(1, 2, quick(5'000ms));
+  const std::vector<std::string> addresses = {a.address(), b.address()};
+  std::string a_error;
+  std::thread ta([&] {
+    try {
+      a.connect(addresses);
+    } catch (const std::exception& e) {
+      a_error = e.what();
+    }
+  });
+  for (const std::string token : {"", "wrong"}) {
+    testing::RawPeer stranger(a.address());
+    ASSERT_TRUE(stranger.connected());
+    EXPECT_EQ(stranger.admit(1, 2, 0, token), tcp::AckStatus::bad_token) << "token '" << token << "'";
+  }
+  b.connect(addresses);
+  ta.join();
+  ASSERT_EQ(a_error, "");
+  int x = 7, y = 0;
+  std::thread sender([&] { b.send(0, &x, sizeof x, 1); });
+  a.recv(1, &y, sizeof y, 1);
+  sender.join();
+  EXPECT_EQ(y, 7);
+  std::thread cb([&] { b.close(); });
+  a.close();
+  cb.join();
+}
+
+// A sniffer records the bytes rank 1 sent in a real admission and replays
+// them to a new group with the same token: the fresh server nonce makes
+// the recorded proof worthless.
+TEST(TcpAdmission, AReplayedAdmissionIsRefused) {
+  std::vector<char> recorded;
+  {
+    TcpEndpoint first(0, 2, quick(3'000ms));
+    std::thread t([&] {
+      try {
+        first.connect({first.address(), "127.0.0.1:1"});
+      } catch (const std::exception&) {
+      }
+    });
+    testing::RawPeer honest(first.address());
+    EXPECT_EQ(honest.admit(1, 2, 0, "test-token"), tcp::AckStatus::admitted);
+    recorded = honest.sent();
+    t.join();
+  }
+  TcpEndpoint again(0, 2, quick(1'000ms));
+  std::string error;
+  std::thread t([&] {
+    try {
+      again.connect({again.address(), "127.0.0.1:1"});
+    } catch (const TimeoutError& e) {
+      error = e.what();
+    }
+  });
+  testing::RawPeer replay(again.address());
+  ASSERT_TRUE(replay.write(recorded.data(), recorded.size()));
+  tcp::Challenge::Bytes challenge{};
+  EXPECT_TRUE(replay.read(challenge));
+  EXPECT_EQ(replay.ack(), tcp::AckStatus::bad_token);
+  t.join();
+  EXPECT_NE(error.find("token mismatch"), std::string::npos) << error;
+}
+
+// 300 idle connections (no hello) against a forming group, with
+// descriptors scarce: the endpoint holds only a few pending ones at once
+// (dropping the oldest) and the real ranks still join. On today's main
+// every idle socket kept its descriptor until the deadline, accept() ran
+// out of descriptors and the group failed.
+TEST(TcpAdmission, ThreeHundredIdleConnectionsDoNotKeepTheRanksOut) {
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  TcpEndpoint a(0, 3, quick(8'000ms));
+  TcpEndpoint b(1, 3, quick(8'000ms));
+  TcpEndpoint c(2, 3, quick(8'000ms));
+  const std::vector<std::string> addresses = {a.address(), b.address(), c.address()};
+  const int port = std::stoi(a.address().substr(a.address().rfind(':') + 1));
+  std::vector<int> idle;
+  for (int i = 0; i < 300; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(static_cast<std::uint16_t>(port));
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    (void)::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);  // in progress is fine
+    idle.push_back(fd);
+  }
+  // Room for the idle sockets and the group, not for an endpoint that
+  // keeps every idle connection it accepted.
+  rlimit tight = saved;
+  tight.rlim_cur = std::min<rlim_t>(saved.rlim_cur, 450);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
+  std::string error;
+  std::thread tb([&] { b.connect(addresses); });
+  std::thread tc([&] { c.connect(addresses); });
+  try {
+    a.connect(addresses);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  tb.join();
+  tc.join();
+  ::setrlimit(RLIMIT_NOFILE, &saved);
+  for (int fd : idle) ::close(fd);
+  ASSERT_EQ(error, "");
+  std::thread cb([&] { b.close(); });
+  std::thread cc([&] { c.close(); });
+  a.close();
+  cb.join();
+  cc.join();
+}
+
+// An admitted peer announcing a 2^36-1 byte frame is refused before any
+// allocation, with an error naming it.
+TEST(TcpAdmission, AnOversizedFrameFromAnAdmittedPeerNamesIt) {
+  TcpOptions o = quick(3'000ms);
+  o.max_message_bytes = 1 << 20;
+  TcpEndpoint a(0, 2, o);
+  std::thread t([&] {
+    testing::RawPeer peer(a.address());
+    if (peer.admit(1, 2, 0, "test-token") != tcp::AckStatus::admitted) return;
+    tcp::FrameHeader h;
+    h.tag = 1;
+    h.length = (std::uint64_t{1} << 36) - 1;
+    peer.write(h.encode());
+    std::this_thread::sleep_for(500ms);  // keep the connection open while a reads
+  });
+  a.connect({a.address(), "127.0.0.1:1"});
+  int y = 0;
+  try {
+    a.recv(1, &y, sizeof y, 1);
+    ADD_FAILURE() << "the frame should be refused";
+  } catch (const PeerLostError& e) {
+    EXPECT_EQ(e.peer(), 1);
+    EXPECT_NE(std::string(e.what()).find("from rank 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("exceeds"), std::string::npos) << e.what();
+  }
+  t.join();
 }
 
 // ---- failures -----------------------------------------------------------------

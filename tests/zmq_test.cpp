@@ -12,7 +12,11 @@
 #include <tuple>
 #include <vector>
 
+#include <zmq.h>
+
 #include "common/errors.h"
+#include "common/tcp/auth.h"
+#include "common/tcp/frame.h"
 #include "lost_peer_check.h"
 #include "common/local_group.h"
 #include "common/zmq/endpoint.h"
@@ -131,6 +135,59 @@ TEST(ZmqAdmission, WrongTokenIsRefused) {
   EXPECT_THROW(a.connect(addresses), std::exception);
   tb.join();
   EXPECT_NE(b_error.find("token mismatch"), std::string::npos) << b_error;
+}
+
+// A stranger without the token connects first, with the routing id rank 1's
+// DEALER used to carry, and claims rank 1: it is refused, and rank 1 still
+// joins (on today's main the stranger's id blocked the real rank 1).
+TEST(ZmqAdmission, AStrangerClaimingARankCannotBlockIt) {
+  ZmqEndpoint a(0, 2, quick(5'000ms));
+  ZmqEndpoint b(1, 2, quick(5'000ms));
+  const std::vector<std::string> addresses = {a.address(), b.address()};
+  void* ctx = zmq_ctx_new();
+  void* stranger = zmq_socket(ctx, ZMQ_DEALER);
+  const unsigned char squatted[5] = {'g', 1, 0, 0, 0};
+  zmq_setsockopt(stranger, ZMQ_ROUTING_ID, squatted, sizeof squatted);
+  int linger = 0, wait_ms = 3000;
+  zmq_setsockopt(stranger, ZMQ_LINGER, &linger, sizeof linger);
+  zmq_setsockopt(stranger, ZMQ_RCVTIMEO, &wait_ms, sizeof wait_ms);
+  ASSERT_EQ(zmq_connect(stranger, ("tcp://" + a.address()).c_str()), 0);
+  tcp::Exchange x{tcp::random_nonce(), {}, 1, 0, 2};
+  const auto hello = tcp::Hello{1, 2, x.client_nonce}.encode();
+  zmq_send(stranger, hello.data(), hello.size(), 0);
+  std::string a_error;
+  std::thread ta([&] {
+    try {
+      a.connect(addresses);
+    } catch (const std::exception& e) {
+      a_error = e.what();
+    }
+  });
+  // The stranger answers the challenge with a proof from an empty token.
+  tcp::Challenge::Bytes cb{};
+  ASSERT_EQ(zmq_recv(stranger, cb.data(), cb.size(), 0), static_cast<int>(cb.size()));
+  tcp::Challenge c;
+  ASSERT_FALSE(tcp::Challenge::decode(cb, c).has_value());
+  x.server_nonce = c.nonce;
+  const auto proof = tcp::ClientProof{tcp::prove("", x, tcp::Direction::client_to_server)}.encode();
+  zmq_send(stranger, proof.data(), proof.size(), 0);
+  tcp::Ack::Bytes ab{};
+  ASSERT_EQ(zmq_recv(stranger, ab.data(), ab.size(), 0), static_cast<int>(ab.size()));
+  tcp::Ack ack;
+  ASSERT_FALSE(tcp::Ack::decode(ab, ack).has_value());
+  EXPECT_EQ(ack.status, tcp::AckStatus::bad_token);
+  b.connect(addresses);
+  ta.join();
+  EXPECT_EQ(a_error, "");
+  int v = 5, w = 0;
+  b.send(0, &v, sizeof v, 3);
+  a.recv(1, &w, sizeof w, 3);
+  EXPECT_EQ(w, 5);
+  std::thread cb2([&] { b.close(); });
+  a.close();
+  cb2.join();
+  zmq_close(stranger);
+  zmq_ctx_term(ctx);
 }
 
 TEST(ZmqFailure, ARankThatThrowsEndsTheOthersWithItsName) {

@@ -20,6 +20,7 @@
 #include "common/clock.h"
 #include "common/errors.h"
 #include "common/port_shaper.h"
+#include "common/tcp/auth.h"
 #include "common/tcp/frame.h"
 #include "common/tcp/mesh.h"
 
@@ -498,6 +499,7 @@ TcpEndpoint::TcpEndpoint(int rank, int size, TcpOptions options)
     : impl_(std::make_unique<Impl>(rank, size, std::move(options))) {
   GRADEX_ENFORCE(size >= 1 && rank >= 0 && rank < size, "rank ", rank, " of ", size);
   Impl& m = *impl_;
+  tcp::require_token_beyond_loopback(m.options.bind_host, m.options.token);
   if (m.options.shaping) {
     GRADEX_ENFORCE_EQ(m.options.shaping->endpoints(), size, "shaping topology size");
     if (m.options.shaping->shaped()) m.shaper.emplace(*m.options.shaping, rank);
@@ -554,6 +556,7 @@ void TcpEndpoint::connect(const std::vector<std::string>& addresses) {
   req.addresses = addresses;
   req.token = m.options.token;
   req.deadline = std::chrono::steady_clock::now() + m.options.timeout;
+  req.timeout = m.options.timeout;
   auto sockets = tcp::build_mesh(*m.setup_io, *m.acceptor, req);
   // Keep each connection as a plain non-blocking descriptor, then drop the
   // setup io_context with whatever handlers it still holds.

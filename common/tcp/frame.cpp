@@ -88,7 +88,7 @@ Hello::Bytes Hello::encode() const {
   put_preamble(b.data(), 0);
   put<std::int32_t>(b.data() + 8, rank);
   put<std::int32_t>(b.data() + 12, size);
-  std::memcpy(b.data() + 16, token.data(), std::min(token.size(), kMaxTokenBytes));
+  std::memcpy(b.data() + 16, nonce.data(), nonce.size());
   return b;
 }
 
@@ -96,8 +96,38 @@ std::optional<std::string> Hello::decode(const Bytes& b, Hello& out) {
   if (auto bad = check_preamble(b.data())) return bad;
   out.rank = get<std::int32_t>(b.data() + 8);
   out.size = get<std::int32_t>(b.data() + 12);
-  const char* t = reinterpret_cast<const char*>(b.data() + 16);
-  out.token.assign(t, strnlen(t, kMaxTokenBytes));
+  std::memcpy(out.nonce.data(), b.data() + 16, out.nonce.size());
+  return std::nullopt;
+}
+
+Challenge::Bytes Challenge::encode() const {
+  Bytes b{};
+  put_preamble(b.data(), static_cast<std::uint16_t>(status));
+  std::memcpy(b.data() + 8, nonce.data(), nonce.size());
+  std::memcpy(b.data() + 8 + kNonceBytes, proof.data(), proof.size());
+  return b;
+}
+
+std::optional<std::string> Challenge::decode(const Bytes& b, Challenge& out) {
+  if (auto bad = check_preamble(b.data())) return bad;
+  const auto status = get<std::uint16_t>(b.data() + 6);
+  if (status > kLastAckStatus) return "unknown admission status " + std::to_string(status);
+  out.status = static_cast<AckStatus>(status);
+  std::memcpy(out.nonce.data(), b.data() + 8, out.nonce.size());
+  std::memcpy(out.proof.data(), b.data() + 8 + kNonceBytes, out.proof.size());
+  return std::nullopt;
+}
+
+ClientProof::Bytes ClientProof::encode() const {
+  Bytes b{};
+  put_preamble(b.data(), 0);
+  std::memcpy(b.data() + 8, proof.data(), proof.size());
+  return b;
+}
+
+std::optional<std::string> ClientProof::decode(const Bytes& b, ClientProof& out) {
+  if (auto bad = check_preamble(b.data())) return bad;
+  std::memcpy(out.proof.data(), b.data() + 8, out.proof.size());
   return std::nullopt;
 }
 
@@ -111,7 +141,7 @@ Ack::Bytes Ack::encode() const {
 std::optional<std::string> Ack::decode(const Bytes& b, Ack& out) {
   if (auto bad = check_preamble(b.data())) return bad;
   const auto status = get<std::uint16_t>(b.data() + 6);
-  if (status > static_cast<std::uint16_t>(AckStatus::bad_rank)) {
+  if (status > kLastAckStatus) {
     return "unknown admission status " + std::to_string(status);
   }
   out.status = static_cast<AckStatus>(status);
@@ -121,7 +151,7 @@ std::optional<std::string> Ack::decode(const Bytes& b, Ack& out) {
 std::string describe(AckStatus status) {
   switch (status) {
     case AckStatus::admitted: return "admitted";
-    case AckStatus::bad_token: return "token mismatch (check GRADEX_TOKEN)";
+    case AckStatus::bad_token: return "token mismatch: wrong proof of GRADEX_TOKEN";
     case AckStatus::bad_world: return "world size mismatch";
     case AckStatus::bad_rank: return "rank out of range or already connected";
   }

@@ -13,12 +13,13 @@
 #include <optional>
 #include <string>
 
+#include "common/tcp/auth.h"
+
 namespace gradex::tcp {
 
 inline constexpr std::uint32_t kMagic = 0x58444747;  // "GGDX"
-inline constexpr std::uint16_t kVersion = 1;
-// Tokens travel in a fixed-size hello field; longer ones are refused.
-inline constexpr std::size_t kMaxTokenBytes = 64;
+// 2: challenge-response admission (auth.h) instead of a token in the hello.
+inline constexpr std::uint16_t kVersion = 2;
 // An abort frame's payload is a human-readable reason, never larger.
 inline constexpr std::size_t kMaxReasonBytes = 4096;
 
@@ -46,13 +47,15 @@ struct FrameHeader {
                                            FrameHeader& out);
 };
 
-// Sent by the connecting side right after connect().
+// Admission (auth.h), four fixed records: the connecting side sends a
+// Hello, the accepting side a Challenge (or a refusal), the connecting side
+// its Proof, the accepting side the final Ack. The token never travels.
 struct Hello {
   std::int32_t rank = 0;
   std::int32_t size = 0;
-  std::string token;
+  Nonce nonce{};
 
-  static constexpr std::size_t kBytes = 4 + 2 + 2 + 4 + 4 + kMaxTokenBytes;
+  static constexpr std::size_t kBytes = 8 + 4 + 4 + kNonceBytes;
   using Bytes = std::array<std::byte, kBytes>;
   Bytes encode() const;
   static std::optional<std::string> decode(const Bytes& bytes, Hello& out);
@@ -60,6 +63,7 @@ struct Hello {
 
 // The accepting side's answer to a hello.
 enum class AckStatus : std::uint32_t { admitted = 0, bad_token = 1, bad_world = 2, bad_rank = 3 };
+inline constexpr std::uint16_t kLastAckStatus = 3;
 struct Ack {
   AckStatus status = AckStatus::admitted;
   static constexpr std::size_t kBytes = 8;
@@ -68,5 +72,26 @@ struct Ack {
   static std::optional<std::string> decode(const Bytes& bytes, Ack& out);
 };
 std::string describe(AckStatus status);
+
+// The accepting side's answer to a hello: its nonce and its proof, or a
+// refusal (status other than admitted; nonce and proof then zero).
+struct Challenge {
+  AckStatus status = AckStatus::admitted;
+  Nonce nonce{};
+  Proof proof{};
+  static constexpr std::size_t kBytes = 8 + kNonceBytes + kProofBytes;
+  using Bytes = std::array<std::byte, kBytes>;
+  Bytes encode() const;
+  static std::optional<std::string> decode(const Bytes& bytes, Challenge& out);
+};
+
+// The connecting side's proof, answered by an Ack.
+struct ClientProof {
+  Proof proof{};
+  static constexpr std::size_t kBytes = 8 + kProofBytes;
+  using Bytes = std::array<std::byte, kBytes>;
+  Bytes encode() const;
+  static std::optional<std::string> decode(const Bytes& bytes, ClientProof& out);
+};
 
 }  // namespace gradex::tcp

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "common/errors.h"
+#include "common/tcp/admission_queue.h"
 #include "common/tcp/frame.h"
 
 namespace gradex::tcp {
@@ -55,20 +56,30 @@ class MeshBuilder {
                                        "rank(s) ",
                                        missing);
       for (const auto& r : rejected_) why += "; refused a connection: " + r;
+      if (rejected_count_ > rejected_.size()) {
+        why += detail::concat("; and ", rejected_count_ - rejected_.size(), " more");
+      }
       throw TimeoutError(why);
     }
     return std::move(sockets_);
   }
 
  private:
+  // One connection being admitted, in either direction.
   struct Pending {
     std::unique_ptr<Socket> socket;
     Hello::Bytes hello{};
+    Challenge::Bytes challenge{};
+    ClientProof::Bytes proof{};
     Ack::Bytes ack{};
+    Exchange exchange;
     ip_tcp::resolver resolver;
-    asio::steady_timer retry;
-    explicit Pending(asio::io_context& io) : socket(std::make_unique<Socket>(io)), resolver(io), retry(io) {}
+    asio::steady_timer timer;  // connecting: the retry pause; accepting: the hello deadline
+    bool settled = false;      // accepting: admitted or turned away
+    explicit Pending(asio::io_context& io)
+        : socket(std::make_unique<Socket>(io)), resolver(io), timer(io) {}
   };
+  using PendingPtr = std::shared_ptr<Pending>;
 
   void arrived(int peer, std::unique_ptr<Socket> s) {
     s->set_option(ip_tcp::no_delay(true));
@@ -80,6 +91,8 @@ class MeshBuilder {
     if (fatal_.empty()) fatal_ = std::move(why);
     io_.stop();
   }
+
+  // ---- connecting to a lower rank -------------------------------------------
 
   // Connects to a lower rank, retrying until the deadline: its listener is
   // up before its address is known, but a remote host may still be booting.
@@ -100,78 +113,162 @@ class MeshBuilder {
         });
   }
 
-  void retry(int peer, const std::shared_ptr<Pending>& st) {
+  void retry(int peer, const PendingPtr& st) {
     if (std::chrono::steady_clock::now() >= req_.deadline) return;
-    st->retry.expires_after(std::chrono::milliseconds(50));
-    st->retry.async_wait([this, peer](boost::system::error_code ec) {
+    st->timer.expires_after(std::chrono::milliseconds(50));
+    st->timer.async_wait([this, peer](boost::system::error_code ec) {
       if (!ec) connect(peer);
     });
   }
 
-  void hello(int peer, const std::shared_ptr<Pending>& st) {
-    st->hello = Hello{req_.rank, req_.size, req_.token}.encode();
+  std::string from(int peer) const {
+    return detail::concat("rank ", req_.rank, ": rank ", peer);
+  }
+
+  // Hello out, challenge in: the server proves itself first, so a stranger
+  // at the address learns nothing it could replay elsewhere.
+  void hello(int peer, const PendingPtr& st) {
+    st->exchange = Exchange{random_nonce(), {}, req_.rank, peer, req_.size};
+    st->hello = Hello{req_.rank, req_.size, st->exchange.client_nonce}.encode();
     asio::async_write(*st->socket, asio::buffer(st->hello), [this, st, peer](auto ec, std::size_t) {
       if (ec) return retry(peer, st);
-      asio::async_read(*st->socket, asio::buffer(st->ack), [this, st, peer](auto ec2, std::size_t) {
-        if (ec2) {
-          return fail(detail::concat("rank ", req_.rank, ": rank ", peer,
-                                     " closed the connection during admission (", ec2.message(),
-                                     ")"));
+      asio::async_read(*st->socket, asio::buffer(st->challenge),
+                       [this, st, peer](auto ec2, std::size_t) { on_challenge(peer, st, ec2); });
+    });
+  }
+
+  void on_challenge(int peer, const PendingPtr& st, boost::system::error_code ec) {
+    if (ec) {
+      return fail(detail::concat(from(peer), " closed the connection during admission (",
+                                 ec.message(), ")"));
+    }
+    Challenge c;
+    if (auto bad = Challenge::decode(st->challenge, c)) {
+      return fail(detail::concat(from(peer), " answered with ", *bad));
+    }
+    if (c.status != AckStatus::admitted) {
+      return fail(detail::concat(from(peer), " refused the connection: ", describe(c.status)));
+    }
+    st->exchange.server_nonce = c.nonce;
+    if (!verify(req_.token, st->exchange, Direction::server_to_client, c.proof)) {
+      return fail(detail::concat(from(peer), " could not prove it holds the token: ",
+                                 describe(AckStatus::bad_token)));
+    }
+    st->proof = ClientProof{prove(req_.token, st->exchange, Direction::client_to_server)}.encode();
+    asio::async_write(*st->socket, asio::buffer(st->proof), [this, st, peer](auto ec2, std::size_t) {
+      if (ec2) return fail(detail::concat(from(peer), " vanished during admission"));
+      asio::async_read(*st->socket, asio::buffer(st->ack), [this, st, peer](auto ec3, std::size_t) {
+        if (ec3) {
+          return fail(detail::concat(from(peer), " closed the connection during admission (",
+                                     ec3.message(), ")"));
         }
         Ack ack;
         if (auto bad = Ack::decode(st->ack, ack)) {
-          return fail(detail::concat("rank ", req_.rank, ": rank ", peer, " answered with ", *bad));
+          return fail(detail::concat(from(peer), " answered with ", *bad));
         }
         if (ack.status != AckStatus::admitted) {
-          return fail(detail::concat("rank ", req_.rank, ": rank ", peer,
-                                     " refused the connection: ", describe(ack.status)));
+          return fail(detail::concat(from(peer), " refused the connection: ", describe(ack.status)));
         }
         arrived(peer, std::move(st->socket));
       });
     });
   }
 
+  // ---- admitting a higher rank ----------------------------------------------
+
   void accept() {
     auto st = std::make_shared<Pending>(io_);
     acceptor_.async_accept(*st->socket, [this, st](boost::system::error_code ec) {
-      if (ec) return;  // acceptor closed or io stopped
+      if (ec == asio::error::operation_aborted) return;  // acceptor closed
+      if (ec) {
+        // Out of descriptors or a connection reset before it was taken:
+        // try again shortly (dropped connections free descriptors).
+        accept_pause_.expires_after(std::chrono::milliseconds(10));
+        accept_pause_.async_wait([this](boost::system::error_code e) {
+          if (!e && remaining_ > 0) accept();
+        });
+        return;
+      }
+      watch(st);
       asio::async_read(*st->socket, asio::buffer(st->hello),
-                       [this, st](auto ec2, std::size_t) { admit(st, ec2); });
+                       [this, st](auto ec2, std::size_t) { on_hello(st, ec2); });
       if (remaining_ > 0) accept();
     });
   }
 
-  void admit(const std::shared_ptr<Pending>& st, boost::system::error_code ec) {
+  // Bounds what an unauthenticated connection may hold (admission_queue.h).
+  void watch(const PendingPtr& st) {
+    pending_.watch(st, hello_deadline(req_.timeout),
+                   [this](const PendingPtr& p, const char* why) { reject(p, why); });
+  }
+
+  void on_hello(const PendingPtr& st, boost::system::error_code ec) {
+    if (st->settled) return;
     if (ec) return reject(st, "closed before its hello (" + ec.message() + ")");
     Hello h;
     if (auto bad = Hello::decode(st->hello, h)) return reject(st, *bad);
-    AckStatus status = AckStatus::admitted;
-    if (h.token != req_.token) {
-      status = AckStatus::bad_token;
-    } else if (h.size != req_.size) {
-      status = AckStatus::bad_world;
+    Challenge c;
+    if (h.size != req_.size) {
+      c.status = AckStatus::bad_world;
     } else if (h.rank <= req_.rank || h.rank >= req_.size ||
                sockets_[static_cast<std::size_t>(h.rank)]) {
-      status = AckStatus::bad_rank;
+      c.status = AckStatus::bad_rank;
+    } else {
+      st->exchange = Exchange{h.nonce, random_nonce(), h.rank, req_.rank, req_.size};
+      c.nonce = st->exchange.server_nonce;
+      c.proof = prove(req_.token, st->exchange, Direction::server_to_client);
     }
-    st->ack = Ack{status}.encode();
-    asio::async_write(*st->socket, asio::buffer(st->ack),
-                      [this, st, h, status](auto ec2, std::size_t) {
+    st->challenge = c.encode();
+    asio::async_write(*st->socket, asio::buffer(st->challenge),
+                      [this, st, h, status = c.status](auto ec2, std::size_t) {
                         if (status != AckStatus::admitted) {
                           return reject(st, detail::concat("from claimed rank ", h.rank, ": ",
                                                            describe(status)));
                         }
-                        if (ec2) return reject(st, "rank " + std::to_string(h.rank) + " vanished");
-                        if (sockets_[static_cast<std::size_t>(h.rank)]) {
-                          return reject(st, "duplicate rank " + std::to_string(h.rank));
-                        }
-                        arrived(h.rank, std::move(st->socket));
+                        if (ec2) return reject(st, detail::concat("claimed rank ", h.rank, " vanished"));
+                        asio::async_read(*st->socket, asio::buffer(st->proof),
+                                         [this, st, h](auto ec3, std::size_t) {
+                                           on_proof(st, h.rank, ec3);
+                                         });
                       });
   }
 
-  void reject(const std::shared_ptr<Pending>& st, std::string why) {
+  void on_proof(const PendingPtr& st, int claimed, boost::system::error_code ec) {
+    if (st->settled) return;
+    if (ec) return reject(st, detail::concat("claimed rank ", claimed, " closed before its proof"));
+    ClientProof p;
+    if (auto bad = ClientProof::decode(st->proof, p)) return reject(st, *bad);
+    AckStatus status = AckStatus::admitted;
+    if (!verify(req_.token, st->exchange, Direction::client_to_server, p.proof)) {
+      status = AckStatus::bad_token;
+    } else if (sockets_[static_cast<std::size_t>(claimed)]) {
+      status = AckStatus::bad_rank;
+    }
+    st->ack = Ack{status}.encode();
+    asio::async_write(*st->socket, asio::buffer(st->ack),
+                      [this, st, claimed, status](auto ec2, std::size_t) {
+                        if (st->settled) return;
+                        if (status != AckStatus::admitted) {
+                          return reject(st, detail::concat("from claimed rank ", claimed, ": ",
+                                                           describe(status)));
+                        }
+                        if (ec2) return reject(st, detail::concat("rank ", claimed, " vanished"));
+                        if (sockets_[static_cast<std::size_t>(claimed)]) {
+                          return reject(st, detail::concat("duplicate rank ", claimed));
+                        }
+                        settle(st);
+                        arrived(claimed, std::move(st->socket));
+                      });
+  }
+
+  static void settle(const PendingPtr& st) { AdmissionQueue<Pending>::settle(*st); }
+
+  void reject(const PendingPtr& st, std::string why) {
+    if (st->settled) return;
+    settle(st);
     boost::system::error_code ignored;
     st->socket->close(ignored);
+    ++rejected_count_;
     if (rejected_.size() < 8) rejected_.push_back(std::move(why));
   }
 
@@ -182,6 +279,9 @@ class MeshBuilder {
   int remaining_ = 0;
   std::string fatal_;
   std::vector<std::string> rejected_;
+  std::size_t rejected_count_ = 0;
+  AdmissionQueue<Pending> pending_;  // accepted, not yet admitted
+  asio::steady_timer accept_pause_{io_};
 };
 
 }  // namespace
@@ -190,9 +290,6 @@ std::vector<std::unique_ptr<Socket>> build_mesh(asio::io_context& io, ip_tcp::ac
                                                 const MeshRequest& request) {
   GRADEX_ENFORCE_EQ(static_cast<int>(request.addresses.size()), request.size,
                     "one address per rank");
-  if (request.token.size() > kMaxTokenBytes) {
-    throw ConfigError("GRADEX_TOKEN", "longer than " + std::to_string(kMaxTokenBytes) + " bytes");
-  }
   std::vector<std::unique_ptr<Socket>> result;
   {
     io.restart();

@@ -4,8 +4,11 @@
 // connects to every lower rank and accepts every higher one, so each pair
 // gets exactly one connection without any coordination beyond the address
 // list. A connection is admitted only after a hello with the right magic,
-// version, world size and token (frame.h); anything else is turned away and
-// the endpoint keeps waiting for the real peer until the deadline.
+// version and world size and a challenge-response that proves both sides
+// hold the token (auth.h); anything else is turned away, as is a connection
+// that does not authenticate within its hello deadline or the oldest one
+// when too many are pending, and the endpoint keeps waiting for the real
+// peer until the deadline.
 #pragma once
 
 // Boost 1.74's asio/awaitable.hpp uses std::exchange without including it.
@@ -28,6 +31,7 @@ struct MeshRequest {
   std::vector<std::string> addresses;  // "host:port" of every rank
   std::string token;
   std::chrono::steady_clock::time_point deadline;
+  std::chrono::milliseconds timeout{30'000};  // the run's, bounds the hello deadline
 };
 
 // Returns one connected socket per peer (nullptr at `rank`). Runs `io` (the

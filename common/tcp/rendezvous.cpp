@@ -6,9 +6,12 @@
 #include <boost/asio.hpp>
 
 #include <array>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "common/errors.h"
+#include "common/tcp/admission_queue.h"
 #include "common/tcp/frame.h"
 #include "common/tcp/mesh.h"
 
@@ -37,7 +40,9 @@ struct RendezvousServer::Impl {
   ip_tcp::acceptor acceptor{io};
   int size;
   std::string token;
+  std::chrono::milliseconds timeout;
   std::chrono::steady_clock::time_point deadline;
+  mutable std::mutex mutex;  // table: written by the store's thread, read by missing()
   std::vector<std::string> table;
   std::vector<std::shared_ptr<ip_tcp::socket>> clients;
   int registered = 0;
@@ -46,45 +51,98 @@ struct RendezvousServer::Impl {
   struct Pending {
     std::shared_ptr<ip_tcp::socket> socket;
     Hello::Bytes hello{};
+    Challenge::Bytes challenge{};
+    ClientProof::Bytes proof{};
     std::array<unsigned char, 2> len{};
     std::string address;
     Ack::Bytes ack{};
-    std::vector<char> reply;
+    Exchange exchange;
+    int rank = 0;
+    asio::steady_timer timer;
+    bool settled = false;
+    explicit Pending(asio::io_context& io) : socket(std::make_shared<ip_tcp::socket>(io)), timer(io) {}
   };
+  using PendingPtr = std::shared_ptr<Pending>;
+  AdmissionQueue<Pending> pending;
+
+  bool taken(int rank) const {
+    std::lock_guard lock(mutex);
+    return !table[static_cast<std::size_t>(rank)].empty();
+  }
+
+  // Turns a connection away (with `status` when it deserves an answer).
+  void refuse(const PendingPtr& st, std::optional<AckStatus> status = std::nullopt) {
+    if (st->settled) return;
+    AdmissionQueue<Pending>::settle(*st);
+    if (!status) {
+      boost::system::error_code ignored;
+      st->socket->close(ignored);
+      return;
+    }
+    st->ack = Ack{*status}.encode();
+    asio::async_write(*st->socket, asio::buffer(st->ack), [st](auto, std::size_t) {
+      boost::system::error_code ignored;
+      st->socket->close(ignored);
+    });
+  }
 
   void accept() {
-    auto st = std::make_shared<Pending>();
-    st->socket = std::make_shared<ip_tcp::socket>(io);
+    auto st = std::make_shared<Pending>(io);
     acceptor.async_accept(*st->socket, [this, st](boost::system::error_code ec) {
       if (ec) return;
+      pending.watch(st, hello_deadline(timeout),
+                    [this](const PendingPtr& p, const char*) { refuse(p); });
       asio::async_read(*st->socket, asio::buffer(st->hello),
                        [this, st](auto ec2, std::size_t) { on_hello(st, ec2); });
       if (registered < size) accept();
     });
   }
 
-  void on_hello(const std::shared_ptr<Pending>& st, boost::system::error_code ec) {
-    if (ec) return;
+  void on_hello(const PendingPtr& st, boost::system::error_code ec) {
+    if (ec || st->settled) return refuse(st);
     Hello h;
-    if (Hello::decode(st->hello, h)) return;  // not a gradex peer: drop it
-    AckStatus status = AckStatus::admitted;
-    if (h.token != token) status = AckStatus::bad_token;
-    else if (h.size != size) status = AckStatus::bad_world;
-    else if (h.rank < 0 || h.rank >= size || !table[static_cast<std::size_t>(h.rank)].empty())
-      status = AckStatus::bad_rank;
-    if (status != AckStatus::admitted) {
-      st->ack = Ack{status}.encode();
-      asio::async_write(*st->socket, asio::buffer(st->ack), [st](auto, std::size_t) {});
+    if (Hello::decode(st->hello, h)) return refuse(st);  // not a gradex peer: drop it
+    Challenge c;
+    if (h.size != size) c.status = AckStatus::bad_world;
+    else if (h.rank < 0 || h.rank >= size || taken(h.rank)) c.status = AckStatus::bad_rank;
+    if (c.status != AckStatus::admitted) {
+      st->challenge = c.encode();
+      AdmissionQueue<Pending>::settle(*st);
+      asio::async_write(*st->socket, asio::buffer(st->challenge), [st](auto, std::size_t) {});
       return;
     }
-    asio::async_read(*st->socket, asio::buffer(st->len), [this, st, h](auto ec2, std::size_t) {
-      if (ec2) return;
+    st->rank = h.rank;
+    st->exchange = Exchange{h.nonce, random_nonce(), h.rank, kStoreRank, size};
+    c.nonce = st->exchange.server_nonce;
+    c.proof = prove(token, st->exchange, Direction::server_to_client);
+    st->challenge = c.encode();
+    asio::async_write(*st->socket, asio::buffer(st->challenge), [this, st](auto ec2, std::size_t) {
+      if (ec2) return refuse(st);
+      asio::async_read(*st->socket, asio::buffer(st->proof),
+                       [this, st](auto ec3, std::size_t) { on_proof(st, ec3); });
+    });
+  }
+
+  void on_proof(const PendingPtr& st, boost::system::error_code ec) {
+    if (ec || st->settled) return refuse(st);
+    ClientProof p;
+    if (ClientProof::decode(st->proof, p)) return refuse(st);
+    if (!verify(token, st->exchange, Direction::client_to_server, p.proof)) {
+      return refuse(st, AckStatus::bad_token);
+    }
+    asio::async_read(*st->socket, asio::buffer(st->len), [this, st](auto ec2, std::size_t) {
+      if (ec2 || st->settled) return refuse(st);
       const std::size_t n = st->len[0] | (std::size_t{st->len[1]} << 8);
-      if (n == 0 || n > kMaxAddressBytes) return;
+      if (n == 0 || n > kMaxAddressBytes) return refuse(st);
       st->address.assign(n, '\0');
-      asio::async_read(*st->socket, asio::buffer(st->address), [this, st, h](auto ec3, std::size_t) {
-        if (ec3 || !table[static_cast<std::size_t>(h.rank)].empty()) return;
-        table[static_cast<std::size_t>(h.rank)] = st->address;
+      asio::async_read(*st->socket, asio::buffer(st->address), [this, st](auto ec3, std::size_t) {
+        if (ec3 || st->settled) return refuse(st);
+        if (taken(st->rank)) return refuse(st, AckStatus::bad_rank);
+        AdmissionQueue<Pending>::settle(*st);
+        {
+          std::lock_guard lock(mutex);
+          table[static_cast<std::size_t>(st->rank)] = st->address;
+        }
         clients.push_back(st->socket);
         if (++registered == size) answer_all();
       });
@@ -111,6 +169,7 @@ RendezvousServer::RendezvousServer(const std::string& address, int size, std::st
   Impl& m = *impl_;
   m.size = size;
   m.token = std::move(token);
+  m.timeout = timeout;
   m.deadline = std::chrono::steady_clock::now() + timeout;
   m.table.resize(static_cast<std::size_t>(size));
   const auto [host, port] = split_address(address, "GRADEX_RENDEZVOUS");
@@ -133,6 +192,22 @@ RendezvousServer::RendezvousServer(const std::string& address, int size, std::st
     } catch (...) {
     }
   });
+}
+
+std::vector<int> RendezvousServer::missing() const {
+  std::lock_guard lock(impl_->mutex);
+  std::vector<int> out;
+  for (std::size_t r = 0; r < impl_->table.size(); ++r) {
+    if (impl_->table[r].empty()) out.push_back(static_cast<int>(r));
+  }
+  return out;
+}
+
+std::string never_registered(const std::vector<int>& ranks) {
+  if (ranks.empty()) return {};
+  std::string list;
+  for (int r : ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
+  return (ranks.size() == 1 ? "rank " : "ranks ") + list + " never registered";
 }
 
 RendezvousServer::~RendezvousServer() {
@@ -172,9 +247,6 @@ boost::system::error_code run_bounded(asio::io_context& io, ip_tcp::socket& s,
 std::vector<std::string> rendezvous(const std::string& server, int rank, int size,
                                     const std::string& token, const std::string& my_address,
                                     std::chrono::milliseconds timeout) {
-  if (token.size() > kMaxTokenBytes) {
-    throw ConfigError("GRADEX_TOKEN", "longer than " + std::to_string(kMaxTokenBytes) + " bytes");
-  }
   const auto [host, port] = split_address(server, "GRADEX_RENDEZVOUS");
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   asio::io_context io;
@@ -205,9 +277,33 @@ std::vector<std::string> rendezvous(const std::string& server, int rank, int siz
     s = ip_tcp::socket(io);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  const auto hello = Hello{rank, size, token}.encode();
-  std::vector<char> msg(reinterpret_cast<const char*>(hello.data()),
-                        reinterpret_cast<const char*>(hello.data()) + hello.size());
+  // Hello, challenge (the store proves itself), proof and address, then the
+  // table once every rank is in (auth.h).
+  Exchange x{random_nonce(), {}, rank, kStoreRank, size};
+  const auto hello = Hello{rank, size, x.client_nonce}.encode();
+  ec = run_bounded(io, s, deadline, [&](auto h) { asio::async_write(s, asio::buffer(hello), h); });
+  if (ec) failed("registering", ec);
+  Challenge::Bytes challenge_bytes{};
+  ec = run_bounded(io, s, deadline,
+                   [&](auto h) { asio::async_read(s, asio::buffer(challenge_bytes), h); });
+  if (ec) failed("registering", ec);
+  Challenge challenge;
+  if (auto bad = Challenge::decode(challenge_bytes, challenge)) {
+    throw Error(detail::concat("rank ", rank, ": rendezvous at ", server, " answered with ", *bad));
+  }
+  if (challenge.status != AckStatus::admitted) {
+    throw Error(detail::concat("rank ", rank, ": the rendezvous store at ", server,
+                               " refused this rank: ", describe(challenge.status)));
+  }
+  x.server_nonce = challenge.nonce;
+  if (!verify(token, x, Direction::server_to_client, challenge.proof)) {
+    throw Error(detail::concat("rank ", rank, ": the rendezvous store at ", server,
+                               " could not prove it holds the token: ",
+                               describe(AckStatus::bad_token)));
+  }
+  const auto proof = ClientProof{prove(token, x, Direction::client_to_server)}.encode();
+  std::vector<char> msg(reinterpret_cast<const char*>(proof.data()),
+                        reinterpret_cast<const char*>(proof.data()) + proof.size());
   append_string(msg, my_address);
   ec = run_bounded(io, s, deadline, [&](auto h) { asio::async_write(s, asio::buffer(msg), h); });
   if (ec) failed("registering", ec);

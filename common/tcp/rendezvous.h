@@ -2,7 +2,9 @@
 // address with a small TCP store that rank 0 hosts at the rendezvous address
 // (GRADEX_RENDEZVOUS, like torchrun's env:// master address), and receives
 // the whole table once every rank has registered. The store admits a rank
-// only with the run's token, so a stray process cannot join or be joined.
+// only after the challenge-response of auth.h (store and rank each prove
+// they hold the run's token), so a stray process cannot join or be joined;
+// connections that do not authenticate in time are dropped (admission_queue.h).
 #pragma once
 
 #include <chrono>
@@ -23,11 +25,17 @@ class RendezvousServer {
   RendezvousServer(const RendezvousServer&) = delete;
   RendezvousServer& operator=(const RendezvousServer&) = delete;
 
+  // The ranks that have not registered (yet), for a timeout's message.
+  std::vector<int> missing() const;
+
   struct Impl;
 
  private:
   std::unique_ptr<Impl> impl_;
 };
+
+// "ranks 2, 3 never registered" ("" when none is missing).
+std::string never_registered(const std::vector<int>& ranks);
 
 // Registers `my_address` as rank `rank` of `size` and returns every rank's
 // address. Retries the connection until the deadline (the store may start

@@ -9,12 +9,14 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <thread>
 
 #include "common/clock.h"
 #include "common/errors.h"
 #include "common/port_shaper.h"
+#include "common/tcp/auth.h"
 #include "common/tcp/frame.h"
 #include "common/tcp/mesh.h"
 
@@ -30,10 +32,6 @@ namespace {
 
 enum class OpKind { send, recv, recv_reduce };
 
-// A DEALER's routing id: a mark byte, then the rank (4 bytes). libzmq
-// reserves ids that start with a zero byte, which a bare rank 0 would.
-constexpr unsigned char kRoutingIdMark = 'g';
-constexpr std::size_t kRoutingIdBytes = 5;
 // How long a disconnection waits for the peer's abort notice (see
 // blame_lost_peers); the receiving thread polls at 50 ms.
 constexpr auto kAbortNoticeGrace = std::chrono::milliseconds(250);
@@ -116,6 +114,11 @@ struct ZmqEndpoint::Impl {
   std::thread io_thread;
   std::atomic<bool> stopping{false};
   std::vector<zmq_msg_t> parts;  // receiving thread's scratch
+  // The ROUTER's routing id of each admitted peer's DEALER. libzmq assigns
+  // the ids itself, and one is tied to a rank only once its peer proved it
+  // holds the token, so a stranger cannot claim a rank's id. Written by
+  // connect() before the receiving thread starts, read-only afterwards.
+  std::map<std::string, int> rank_of;
   // When each peer's disconnection was seen (receiving thread only).
   std::vector<std::optional<std::chrono::steady_clock::time_point>> lost_at;
 
@@ -243,15 +246,16 @@ struct ZmqEndpoint::Impl {
     if (woke) cv.notify_all();
   }
 
-  // Who sent the message in `parts`, from its routing id; -1 if nobody we know.
-  int sender() const {
+  std::string routing_id() const {
     auto* id = const_cast<zmq_msg_t*>(&parts[0]);
-    if (parts.empty() || zmq_msg_size(id) != kRoutingIdBytes) return -1;
-    const auto* bytes = static_cast<const unsigned char*>(zmq_msg_data(id));
-    if (bytes[0] != kRoutingIdMark) return -1;
-    std::int32_t r;
-    std::memcpy(&r, bytes + 1, 4);
-    return r >= 0 && r < size && r != rank ? r : -1;
+    return std::string(static_cast<const char*>(zmq_msg_data(id)), zmq_msg_size(id));
+  }
+
+  // Who sent the message in `parts`, from its routing id; -1 if nobody admitted.
+  int sender() const {
+    if (parts.empty()) return -1;
+    const auto it = rank_of.find(routing_id());
+    return it == rank_of.end() ? -1 : it->second;
   }
 
   void check_monitor(int p) {
@@ -367,6 +371,7 @@ ZmqEndpoint::ZmqEndpoint(int rank, int size, EndpointOptions options)
     : impl_(std::make_unique<Impl>(rank, size, std::move(options))) {
   GRADEX_ENFORCE(size >= 1 && rank >= 0 && rank < size, "rank ", rank, " of ", size);
   Impl& m = *impl_;
+  tcp::require_token_beyond_loopback(m.options.bind_host, m.options.token);
   if (m.options.shaping && m.options.shaping->shaped()) {
     GRADEX_ENFORCE_EQ(m.options.shaping->endpoints(), size, "shaping topology size");
     m.shaper.emplace(*m.options.shaping, rank);
@@ -382,6 +387,9 @@ ZmqEndpoint::ZmqEndpoint(int rank, int size, EndpointOptions options)
   const std::int64_t max_size = static_cast<std::int64_t>(
       std::min<std::uint64_t>(m.options.max_message_bytes, INT64_MAX));
   zmq_setsockopt(m.router, ZMQ_MAXMSGSIZE, &max_size, sizeof max_size);
+  // A connection that has not finished ZeroMQ's own handshake by the hello
+  // deadline is dropped by libzmq.
+  set_int(m.router, ZMQ_HANDSHAKE_IVL, static_cast<int>(tcp::hello_deadline(m.options.timeout).count()));
   const std::string where = "tcp://" + m.options.bind_host + ":" +
                             (m.options.port == 0 ? "*" : std::to_string(m.options.port));
   if (zmq_bind(m.router, where.c_str()) != 0) {
@@ -418,24 +426,45 @@ void ZmqEndpoint::set_shaping(const std::optional<Topology>& topology) {
   }
 }
 
+namespace {
+
+// The bytes of one message part, if it is exactly a `Record`.
+template <typename Record>
+std::optional<typename Record::Bytes> as_record(zmq_msg_t& part) {
+  if (zmq_msg_size(&part) != Record::kBytes) return std::nullopt;
+  typename Record::Bytes raw;
+  std::memcpy(raw.data(), zmq_msg_data(&part), raw.size());
+  return raw;
+}
+
+template <typename Bytes>
+void send_to(void* router, const std::string& id, const Bytes& raw) {
+  zmq_send(router, id.data(), id.size(), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+  zmq_send(router, raw.data(), raw.size(), ZMQ_DONTWAIT);
+}
+
+}  // namespace
+
+// Admission (common/tcp/auth.h), over both sockets of each pair: our DEALER
+// sends a hello to the peer's ROUTER, which answers with a challenge on the
+// same connection; our proof follows, then its ack. A ROUTER ties a routing
+// id to a rank only when that proof checks out.
 void ZmqEndpoint::connect(const std::vector<std::string>& addresses) {
   Impl& m = *impl_;
   GRADEX_ENFORCE_EQ(static_cast<int>(addresses.size()), m.size, "one address per rank");
   GRADEX_ENFORCE(!m.io_thread.joinable(), "connect() called twice");
-  if (m.options.token.size() > tcp::kMaxTokenBytes) {
-    throw ConfigError("GRADEX_TOKEN", "longer than " + std::to_string(tcp::kMaxTokenBytes) + " bytes");
-  }
   const auto deadline = std::chrono::steady_clock::now() + m.options.timeout;
-  std::array<unsigned char, kRoutingIdBytes> id{kRoutingIdMark};
-  const std::int32_t me = m.rank;
-  std::memcpy(id.data() + 1, &me, 4);
+  const auto n = static_cast<std::size_t>(m.size);
+  std::vector<tcp::Exchange> outgoing(n);  // our exchange with each peer's ROUTER
   for (int p = 0; p < m.size; ++p) {
     if (p == m.rank) continue;
     tcp::split_address(addresses[static_cast<std::size_t>(p)], "address of rank " + std::to_string(p));
     void* d = zmq_socket(m.ctx, ZMQ_DEALER);
-    zmq_setsockopt(d, ZMQ_ROUTING_ID, id.data(), id.size());
     set_int(d, ZMQ_SNDHWM, 0);
     set_int(d, ZMQ_LINGER, 0);
+    // Only admission records arrive on a DEALER.
+    const std::int64_t small = tcp::Challenge::kBytes;
+    zmq_setsockopt(d, ZMQ_MAXMSGSIZE, &small, sizeof small);
     const std::string mon = detail::concat("inproc://gradex-monitor-", m.rank, "-", p);
     zmq_socket_monitor(d, mon.c_str(), ZMQ_EVENT_DISCONNECTED);
     void* watcher = zmq_socket(m.ctx, ZMQ_PAIR);
@@ -446,62 +475,130 @@ void ZmqEndpoint::connect(const std::vector<std::string>& addresses) {
     if (zmq_connect(d, target.c_str()) != 0) {
       throw ConfigError("address of rank " + std::to_string(p), zmq_error(target.c_str()));
     }
-    const auto hello = Hello{m.rank, m.size, m.options.token}.encode();
+    auto& x = outgoing[static_cast<std::size_t>(p)];
+    x = tcp::Exchange{tcp::random_nonce(), {}, m.rank, p, m.size};
+    const auto hello = Hello{m.rank, m.size, x.client_nonce}.encode();
     zmq_send(d, hello.data(), hello.size(), 0);
   }
-  // Admit every peer (its hello, answered by our ack) and be admitted by
-  // every peer (its ack to our hello). Data that early peers already sent
-  // is kept for the receives to come.
-  std::vector<char> heard(static_cast<std::size_t>(m.size), 0), acked = heard;
+  // Challenges we sent, by routing id, oldest first; a stranger's hellos
+  // push out only other unproven entries, never an admitted rank.
+  struct Challenged {
+    std::string id;
+    tcp::Exchange exchange;
+  };
+  std::deque<Challenged> challenged;
+  std::vector<char> heard(n, 0), acked = heard;
   heard[static_cast<std::size_t>(m.rank)] = acked[static_cast<std::size_t>(m.rank)] = 1;
   std::vector<std::string> rejected;
+  auto reject = [&](std::string why) {
+    if (rejected.size() < 8) rejected.push_back(std::move(why));
+  };
   auto all = [](const std::vector<char>& v) {
     return std::all_of(v.begin(), v.end(), [](char c) { return c != 0; });
   };
-  while (!(all(heard) && all(acked)) && std::chrono::steady_clock::now() < deadline) {
-    zmq_pollitem_t item{m.router, 0, ZMQ_POLLIN, 0};
-    if (zmq_poll(&item, 1, 20) <= 0) continue;
-    while (recv_parts(m.router, m.parts, 3)) {
-      const int p = m.sender();
-      if (p < 0 || m.parts.size() < 2) {
-        if (rejected.size() < 8) rejected.push_back("a message from an unknown routing id");
-        continue;
+
+  // A message on our ROUTER: a hello, a proof, or an admitted peer's frame.
+  auto on_router = [&] {
+    if (const int p = m.sender(); p >= 0) return m.on_frame(p);
+    if (m.parts.size() != 2) return reject("a message from an unauthenticated peer");
+    const std::string id = m.routing_id();
+    auto pending = std::find_if(challenged.begin(), challenged.end(),
+                                [&](const Challenged& c) { return c.id == id; });
+    if (pending != challenged.end()) {
+      const auto raw = as_record<tcp::ClientProof>(m.parts[1]);
+      tcp::ClientProof proof;
+      const tcp::Exchange x = pending->exchange;
+      challenged.erase(pending);
+      if (!raw || tcp::ClientProof::decode(*raw, proof)) return reject("a malformed proof");
+      const int claimed = x.client_rank;
+      AckStatus status = AckStatus::admitted;
+      if (!tcp::verify(m.options.token, x, tcp::Direction::client_to_server, proof.proof)) {
+        status = AckStatus::bad_token;
+      } else if (heard[static_cast<std::size_t>(claimed)]) {
+        status = AckStatus::bad_rank;
       }
-      zmq_msg_t& first = m.parts[1];
-      const std::size_t n = zmq_msg_size(&first);
-      if (n == Hello::kBytes && m.parts.size() == 2) {
-        Hello::Bytes raw;
-        std::memcpy(raw.data(), zmq_msg_data(&first), n);
-        Hello h;
-        AckStatus status = AckStatus::admitted;
-        if (auto bad = Hello::decode(raw, h)) {
-          if (rejected.size() < 8) rejected.push_back(*bad);
-          continue;
+      send_to(m.router, id, Ack{status}.encode());
+      if (status != AckStatus::admitted) {
+        return reject(detail::concat("from claimed rank ", claimed, ": ", describe(status)));
+      }
+      m.rank_of[id] = claimed;
+      heard[static_cast<std::size_t>(claimed)] = 1;
+      return;
+    }
+    const auto raw = as_record<Hello>(m.parts[1]);
+    Hello h;
+    if (!raw) return reject("a message from an unauthenticated peer");
+    if (auto bad = Hello::decode(*raw, h)) return reject(*bad);
+    tcp::Challenge c;
+    if (h.size != m.size) {
+      c.status = AckStatus::bad_world;
+    } else if (h.rank < 0 || h.rank >= m.size || h.rank == m.rank ||
+               heard[static_cast<std::size_t>(h.rank)]) {
+      c.status = AckStatus::bad_rank;
+    } else {
+      Challenged entry{id, tcp::Exchange{h.nonce, tcp::random_nonce(), h.rank, m.rank, m.size}};
+      c.nonce = entry.exchange.server_nonce;
+      c.proof = tcp::prove(m.options.token, entry.exchange, tcp::Direction::server_to_client);
+      challenged.push_back(std::move(entry));
+      if (challenged.size() > tcp::kMaxPendingConnections) challenged.pop_front();
+    }
+    send_to(m.router, id, c.encode());
+    if (c.status != AckStatus::admitted) {
+      reject(detail::concat("from claimed rank ", h.rank, ": ", describe(c.status)));
+    }
+  };
+
+  // A message on our DEALER to `p`: its challenge, then its ack.
+  auto on_dealer = [&](int p) {
+    void* d = m.dealers[static_cast<std::size_t>(p)];
+    zmq_msg_t msg;
+    zmq_msg_init(&msg);
+    if (zmq_msg_recv(&msg, d, ZMQ_DONTWAIT) < 0) return zmq_msg_close(&msg), false;
+    const auto challenge = as_record<tcp::Challenge>(msg);
+    const auto ack_raw = as_record<Ack>(msg);
+    zmq_msg_close(&msg);
+    const std::string who = detail::concat("rank ", m.rank, ": rank ", p);
+    auto& x = outgoing[static_cast<std::size_t>(p)];
+    if (challenge) {
+      tcp::Challenge c;
+      if (auto bad = tcp::Challenge::decode(*challenge, c)) {
+        throw Error(detail::concat(who, " answered with ", *bad));
+      }
+      if (c.status != AckStatus::admitted) {
+        throw Error(detail::concat(who, " refused the connection: ", describe(c.status)));
+      }
+      x.server_nonce = c.nonce;
+      if (!tcp::verify(m.options.token, x, tcp::Direction::server_to_client, c.proof)) {
+        throw Error(detail::concat(who, " could not prove it holds the token: ",
+                                   describe(AckStatus::bad_token)));
+      }
+      const auto proof =
+          tcp::ClientProof{tcp::prove(m.options.token, x, tcp::Direction::client_to_server)}.encode();
+      zmq_send(d, proof.data(), proof.size(), ZMQ_DONTWAIT);
+    } else if (ack_raw) {
+      Ack ack;
+      if (auto bad = Ack::decode(*ack_raw, ack)) {
+        throw Error(detail::concat(who, " answered with ", *bad));
+      }
+      if (ack.status != AckStatus::admitted) {
+        throw Error(detail::concat(who, " refused the connection: ", describe(ack.status)));
+      }
+      acked[static_cast<std::size_t>(p)] = 1;
+    }
+    return true;
+  };
+
+  std::vector<zmq_pollitem_t> items{{m.router, 0, ZMQ_POLLIN, 0}};
+  for (int p = 0; p < m.size; ++p) {
+    if (p != m.rank) items.push_back({m.dealers[static_cast<std::size_t>(p)], 0, ZMQ_POLLIN, 0});
+  }
+  while (!(all(heard) && all(acked)) && std::chrono::steady_clock::now() < deadline) {
+    if (zmq_poll(items.data(), static_cast<int>(items.size()), 20) <= 0) continue;
+    while (recv_parts(m.router, m.parts, 3)) on_router();
+    for (int p = 0; p < m.size; ++p) {
+      if (p != m.rank) {
+        while (on_dealer(p)) {
         }
-        if (h.token != m.options.token) status = AckStatus::bad_token;
-        else if (h.size != m.size) status = AckStatus::bad_world;
-        else if (h.rank != p) status = AckStatus::bad_rank;
-        const auto ack = Ack{status}.encode();
-        zmq_send(m.dealers[static_cast<std::size_t>(p)], ack.data(), ack.size(), ZMQ_DONTWAIT);
-        if (status == AckStatus::admitted) {
-          heard[static_cast<std::size_t>(p)] = 1;
-        } else if (rejected.size() < 8) {
-          rejected.push_back(detail::concat("from claimed rank ", h.rank, ": ", describe(status)));
-        }
-      } else if (n == Ack::kBytes && m.parts.size() == 2) {
-        Ack::Bytes raw;
-        std::memcpy(raw.data(), zmq_msg_data(&first), n);
-        Ack ack;
-        if (auto bad = Ack::decode(raw, ack)) {
-          throw Error(detail::concat("rank ", m.rank, ": rank ", p, " answered with ", *bad));
-        }
-        if (ack.status != AckStatus::admitted) {
-          throw Error(detail::concat("rank ", m.rank, ": rank ", p,
-                                     " refused the connection: ", describe(ack.status)));
-        }
-        acked[static_cast<std::size_t>(p)] = 1;
-      } else if (heard[static_cast<std::size_t>(p)]) {
-        m.on_frame(p);
       }
     }
   }

@@ -1,7 +1,8 @@
 // The ZeroMQ transport (libzmq): the PS's natural transport, as in ps-lite.
 // Each endpoint binds one ROUTER socket that every peer's messages arrive
-// on, and holds one DEALER per peer to send with (its routing id is this
-// rank), so every pair of ranks shares two one-way connections.
+// on, and holds one DEALER per peer to send with (its routing id is
+// assigned by the peer's ROUTER), so every pair of ranks
+// shares two one-way connections.
 //
 // Messages are multipart: the same 32-byte header as the TCP transport
 // (common/tcp/frame.h: magic, version, kind, tag, length, shaping stamp),
@@ -12,8 +13,10 @@
 // copied, or combined for a receive-reduce, straight into the destination.
 //
 // Admission: a DEALER's first message is a hello (magic, version, rank,
-// world size, token) answered by an ack on the other direction; nothing is
-// accepted from a routing id that has not been admitted. Peer loss: a
+// world size, nonce); the ROUTER answers with a challenge on the same
+// connection, the DEALER with its proof (common/tcp/auth.h), the ROUTER with
+// an ack. A routing id is tied to a rank only after its proof checks out;
+// nothing else is accepted from it. Peer loss: a
 // socket monitor reports a DEALER's disconnection, which fails the
 // endpoint with PeerLostError naming that rank unless it said goodbye.
 #pragma once
