@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -91,17 +92,25 @@ class ProcessTest : public ::testing::Test {
   fs::path dir_;
 };
 
-// A loopback port that is free right now (the kernel picks it).
+// A loopback port that is free right now, for a rendezvous address a test
+// hands to processes it starts. Taken below Linux's ephemeral range (32768
+// and up), where the kernel never hands ports to the many connections the
+// other tests open meanwhile, so the port is still free when the process
+// binds it; random, so concurrent tests rarely pick the same one.
 inline int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof sa;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  ::close(fd);
-  return ntohs(sa.sin_port);
+  static std::mt19937 pick(std::random_device{}());
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    const int port = std::uniform_int_distribution<int>(20000, 32000)(pick);
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sa.sin_port = htons(static_cast<std::uint16_t>(port));
+    const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0;
+    ::close(fd);
+    if (free) return port;
+  }
+  return 0;
 }
 
 }  // namespace gradex::testing
