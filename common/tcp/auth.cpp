@@ -82,10 +82,14 @@ Proof prove(const std::string& token, const Exchange& x, Direction direction) {
   put32(ints + 4, x.server_rank);
   put32(ints + 8, x.size);
   msg.append(reinterpret_cast<const char*>(ints), sizeof ints);
-  Proof out{};
+  return derive_key(token, msg);
+}
+
+std::array<std::byte, 32> derive_key(const std::string& token, const std::string& label) {
+  std::array<std::byte, 32> out{};
   unsigned int len = 0;
   const auto* ok = HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()),
-                        reinterpret_cast<const unsigned char*>(msg.data()), msg.size(),
+                        reinterpret_cast<const unsigned char*>(label.data()), label.size(),
                         reinterpret_cast<unsigned char*>(out.data()), &len);
   GRADEX_ENFORCE(ok != nullptr && len == out.size(), "HMAC-SHA256 failed");
   return out;

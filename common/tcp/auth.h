@@ -61,6 +61,9 @@ Nonce random_nonce();
 // `bytes` random bytes from the CSPRNG, as lowercase hex (a launcher token).
 std::string random_hex(std::size_t bytes);
 Proof prove(const std::string& token, const Exchange& exchange, Direction direction);
+// A 32-byte key for another use of the token (HMAC-SHA256 of `label`), so
+// that no two uses share key material.
+std::array<std::byte, 32> derive_key(const std::string& token, const std::string& label);
 // Constant-time comparison of `proof` with the one `token` gives.
 bool verify(const std::string& token, const Exchange& exchange, Direction direction,
             const Proof& proof);

@@ -19,6 +19,7 @@
 #include "common/tcp/auth.h"
 #include "common/tcp/frame.h"
 #include "common/tcp/mesh.h"
+#include "common/zmq/curve.h"
 
 namespace gradex {
 
@@ -388,8 +389,11 @@ ZmqEndpoint::ZmqEndpoint(int rank, int size, EndpointOptions options)
       std::min<std::uint64_t>(m.options.max_message_bytes, INT64_MAX));
   zmq_setsockopt(m.router, ZMQ_MAXMSGSIZE, &max_size, sizeof max_size);
   // A connection that has not finished ZeroMQ's own handshake by the hello
-  // deadline is dropped by libzmq.
+  // deadline is dropped by libzmq; one without the token cannot finish it
+  // (curve.h), so nothing a stranger sends is delivered or allocated.
   set_int(m.router, ZMQ_HANDSHAKE_IVL, static_cast<int>(tcp::hello_deadline(m.options.timeout).count()));
+  zmq_security::require_curve();
+  zmq_security::make_server(m.router, m.options.token);
   const std::string where = "tcp://" + m.options.bind_host + ":" +
                             (m.options.port == 0 ? "*" : std::to_string(m.options.port));
   if (zmq_bind(m.router, where.c_str()) != 0) {
@@ -462,9 +466,11 @@ void ZmqEndpoint::connect(const std::vector<std::string>& addresses) {
     void* d = zmq_socket(m.ctx, ZMQ_DEALER);
     set_int(d, ZMQ_SNDHWM, 0);
     set_int(d, ZMQ_LINGER, 0);
-    // Only admission records arrive on a DEALER.
-    const std::int64_t small = tcp::Challenge::kBytes;
+    // Only admission records arrive on a DEALER, sealed in CURVE's
+    // handshake and message commands (a few hundred bytes).
+    const std::int64_t small = 1024;
     zmq_setsockopt(d, ZMQ_MAXMSGSIZE, &small, sizeof small);
+    zmq_security::make_client(d, m.options.token);
     const std::string mon = detail::concat("inproc://gradex-monitor-", m.rank, "-", p);
     zmq_socket_monitor(d, mon.c_str(), ZMQ_EVENT_DISCONNECTED);
     void* watcher = zmq_socket(m.ctx, ZMQ_PAIR);
@@ -614,6 +620,10 @@ void ZmqEndpoint::connect(const std::vector<std::string>& addresses) {
                                      "rank(s) ",
                                      missing);
     for (const auto& r : rejected) why += "; refused a connection: " + r;
+    // A peer keyed by another token fails CURVE's handshake inside libzmq,
+    // which tells neither side why: the likeliest cause goes in the text.
+    why += " (a rank started with another GRADEX_TOKEN cannot finish ZeroMQ's CURVE handshake: "
+           "token mismatch?)";
     throw TimeoutError(why);
   }
   m.io_thread = std::thread([&m] { m.io_loop(); });
