@@ -23,13 +23,19 @@ Split split_number(std::string_view text, const std::string& field, const char* 
   std::size_t i = 0;
   while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
   const std::size_t start = i;
+  const auto digit_at = [&](std::size_t k) {
+    return k < text.size() && std::isdigit(static_cast<unsigned char>(text[k]));
+  };
   while (i < text.size() &&
          (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.' || text[i] == 'e' ||
-          text[i] == 'E' || text[i] == '+')) {
-    // An 'e' followed by a letter is a unit, not an exponent.
-    if ((text[i] == 'e' || text[i] == 'E') &&
-        (i + 1 >= text.size() || !std::isdigit(static_cast<unsigned char>(text[i + 1])))) {
-      break;
+          text[i] == 'E')) {
+    if (text[i] == 'e' || text[i] == 'E') {
+      // An exponent: 'e', an optional sign, digits ("1e-3", "2E+9"). An
+      // 'e' followed by anything else is a unit's first letter.
+      const std::size_t sign = (text.size() > i + 1 && (text[i + 1] == '-' || text[i + 1] == '+'));
+      if (!digit_at(i + 1 + sign)) break;
+      i += 1 + sign;
+      continue;
     }
     ++i;
   }

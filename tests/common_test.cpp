@@ -127,6 +127,13 @@ TEST(Units, ParsesSizesRatesAndDurations) {
   EXPECT_DOUBLE_EQ(parse_rate("1 Gbps", "f"), 125e6);
   EXPECT_DOUBLE_EQ(parse_duration("50us", "f"), 50e-6);
   EXPECT_DOUBLE_EQ(parse_duration("1.5ms", "f"), 1.5e-3);
+  // Exponents with a sign ("1e-300B/s" was read as 1 in the unit "e-300B/s").
+  EXPECT_DOUBLE_EQ(parse_rate("1e-3GB/s", "f"), 1e6);
+  EXPECT_DOUBLE_EQ(parse_rate("2E+1 Gbps", "f"), 2.5e9);
+  EXPECT_DOUBLE_EQ(parse_duration("2e-6s", "f"), 2e-6);
+  EXPECT_EQ(parse_bytes("1e3", "f"), 1000u);
+  EXPECT_DOUBLE_EQ(parse_rate("1e-300B/s", "f"), 1e-300);  // parsed; the link range refuses it
+  EXPECT_THROW(parse_rate("1e-GB/s", "f"), ConfigError);
   EXPECT_THROW(parse_bytes("12 parsecs", "f"), ConfigError);
   EXPECT_THROW(parse_bytes("-4", "f"), ConfigError);
   EXPECT_THROW(parse_bytes("1.5", "f"), ConfigError);
