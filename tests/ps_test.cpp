@@ -286,17 +286,19 @@ TEST(PsShaped, OneServerTimeGrowsWithWorkers) {
     MeasureRequest req;
     req.count = count;
     req.warmup_iters = 1;
-    req.iters = 1;
+    req.iters = 3;
     req.transport.shaping = Topology::grouped(workers, 1, 1, LinkSpec{}, nic);
     const Measurement m = measure(ps, req);
     EXPECT_EQ(m.wrong, 0u);
 
+    // The fastest round: other processes (a sanitised suite running beside
+    // this one) only ever add time to a shaped run, never remove it.
     const double model = 2 * (nic.latency_seconds + workers * bytes / nic.bytes_per_second);
-    EXPECT_GT(m.median(), 0.7 * model) << "model " << model << " s";
-    EXPECT_LT(m.median(), 1.6 * model) << "model " << model << " s";
-    RecordProperty("seconds_w" + std::to_string(workers), std::to_string(m.median()));
+    EXPECT_GT(m.min(), 0.7 * model) << "model " << model << " s";
+    EXPECT_LT(m.min(), 1.6 * model) << "model " << model << " s";
+    RecordProperty("seconds_w" + std::to_string(workers), std::to_string(m.min()));
     RecordProperty("model_w" + std::to_string(workers), std::to_string(model));
-    times.push_back(m.median());
+    times.push_back(m.min());
 
     // The server's ingress took in one whole gradient per worker.
     const Traffic& server = m.traffic[static_cast<std::size_t>(workers)];
