@@ -23,14 +23,14 @@
 
 #include "cli/command.h"
 #include "cli/message_limit.h"
-#include "bench/baselines/mpi_job.h"
+#include "baselines/mpi_job.h"
 #include "cli/scenario_flags.h"
 #include "cli/train_scenario.h"
 #include "common/cancel.h"
 #include "common/errors.h"
-#include "common/group_endpoint.h"
-#include "common/tcp/auth.h"
-#include "common/tcp/rendezvous.h"
+#include "transport/group_endpoint.h"
+#include "transport/wire/auth.h"
+#include "transport/rendezvous.h"
 #include "runner/group_run.h"
 #include "runner/launch_env.h"
 #include "runner/report.h"
@@ -47,7 +47,7 @@ struct LaunchFlags {
 };
 
 // 32 bytes from the CSPRNG: the children's only defence on a shared host.
-std::string random_token() { return tcp::random_hex(32); }
+std::string random_token() { return wire::random_hex(32); }
 
 // A port nobody uses right now, for rank 0's store. Another program could
 // take it before rank 0 binds it; rank 0 then fails with a clear error.

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "common/errors.h"
-#include "common/scenario.h"
+#include "config/scenario.h"
 #include "runner/output_paths.h"
 #include "schemes/registry.h"
 #include "train/train_job.h"

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/scenario.h"
+#include "config/scenario.h"
 #include "train/report.h"
 #include "train/trace.h"
 

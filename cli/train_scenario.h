@@ -7,7 +7,7 @@
 #include <ostream>
 #include <string>
 
-#include "common/group_endpoint.h"
+#include "transport/group_endpoint.h"
 #include "runner/plan.h"
 #include "train/train_job.h"
 

@@ -1,11 +1,11 @@
 // The fixed records that lead every frame and the accepting side's answer
-// to a hello (common/tcp/frame.h). A record that decodes must describe
+// to a hello (transport/wire/frame.h). A record that decodes must describe
 // itself exactly: re-encoding gives the same bytes (FrameHeader) or decodes
 // to the same value (Ack, whose reserved bytes are not kept).
 #include <algorithm>
 #include <cstring>
 
-#include "common/tcp/frame.h"
+#include "transport/wire/frame.h"
 #include "fuzz/targets.h"
 
 namespace gradex::fuzz {
@@ -23,7 +23,7 @@ Bytes fixed_record(Input bytes) {
 }  // namespace
 
 void frame_header_input(Input bytes) {
-  using tcp::FrameHeader;
+  using wire::FrameHeader;
   const auto record = fixed_record<FrameHeader::Bytes>(bytes);
   // The receiver's limit on a data payload comes from its configuration;
   // let the input pick it so that both sides of the check are explored.
@@ -33,22 +33,22 @@ void frame_header_input(Input bytes) {
   }
   FrameHeader header;
   if (FrameHeader::decode(record, max_length, header)) return;
-  const std::uint64_t limit = header.kind == tcp::FrameKind::data    ? max_length
-                              : header.kind == tcp::FrameKind::abort ? tcp::kMaxReasonBytes
+  const std::uint64_t limit = header.kind == wire::FrameKind::data    ? max_length
+                              : header.kind == wire::FrameKind::abort ? wire::kMaxReasonBytes
                                                                      : 0;
   if (header.length > limit) throw Finding("a frame longer than its limit was accepted");
   if (header.encode() != record) throw Finding("a decoded frame header re-encodes differently");
 }
 
 void ack_input(Input bytes) {
-  using tcp::Ack;
+  using wire::Ack;
   Ack ack;
   if (Ack::decode(fixed_record<Ack::Bytes>(bytes), ack)) return;
   Ack again;
   if (Ack::decode(ack.encode(), again) || again.status != ack.status) {
     throw Finding("a decoded ack does not survive re-encoding");
   }
-  if (tcp::describe(ack.status) == "unknown") throw Finding("an accepted ack has no meaning");
+  if (wire::describe(ack.status) == "unknown") throw Finding("an accepted ack has no meaning");
 }
 
 }  // namespace gradex::fuzz

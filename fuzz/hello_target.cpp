@@ -1,4 +1,4 @@
-// The admission records (common/tcp/frame.h): the hello a connecting peer
+// The admission records (transport/wire/frame.h): the hello a connecting peer
 // sends first, the accepting side's challenge and the client's proof, the
 // bytes a hostile or confused peer controls before it is admitted. The
 // input is read as each of the three (zero-padded, as on the wire); a
@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "common/tcp/frame.h"
+#include "transport/wire/frame.h"
 #include "fuzz/targets.h"
 
 namespace gradex::fuzz {
@@ -28,7 +28,7 @@ void round_trip(Input bytes, const char* what, Same same) {
 }  // namespace
 
 void hello_input(Input bytes) {
-  using namespace tcp;
+  using namespace wire;
   round_trip<Hello>(bytes, "hello", [](const Hello& a, const Hello& b) {
     return a.rank == b.rank && a.size == b.size && a.nonce == b.nonce;
   });

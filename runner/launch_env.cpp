@@ -3,7 +3,7 @@
 #include <charconv>
 
 #include "common/errors.h"
-#include "common/tcp/auth.h"
+#include "transport/wire/auth.h"
 
 namespace gradex {
 
@@ -62,7 +62,7 @@ std::optional<LaunchEnv> launch_env(const std::function<const char*(const char*)
       throw ConfigError("GRADEX_ADVERTISE",
                         "required when GRADEX_BIND is a wildcard: the address peers should dial");
     }
-    tcp::require_token_beyond_loopback(env.bind_host, env.token);
+    wire::require_token_beyond_loopback(env.bind_host, env.token);
     return env;
   }
   return std::nullopt;

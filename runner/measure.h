@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/comm.h"
-#include "common/inproc/world.h"
+#include "transport/inproc/world.h"
 #include "common/scheme.h"
 
 namespace gradex {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "common/local_group.h"
+#include "transport/local_group.h"
 #include "common/verify.h"
 
 namespace gradex {

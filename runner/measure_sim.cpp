@@ -1,6 +1,6 @@
 #include "runner/measure_sim.h"
 
-#include "sim/simulate.h"
+#include "runner/simulate.h"
 
 namespace gradex {
 

@@ -1,5 +1,5 @@
 // The simulated counterpart of measure(): one all-reduce on a virtual clock
-// with phantom buffers (sim/simulate.h), reported as a Measurement so that
+// with phantom buffers (runner/simulate.h), reported as a Measurement so that
 // tables, CSV and JSON are the same for every transport. The simulator is
 // deterministic, so every "iteration" would be the same: there is one.
 // Phantom buffers hold no values, so #wrong is not checked (reported 0).

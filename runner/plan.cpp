@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "bench/baselines/mpi_job.h"
 #include "common/errors.h"
 #include "common/memory_budget.h"
 #include "common/units.h"
@@ -47,7 +46,7 @@ RunPlan plan_runs(Scenario scenario) {
     names.clear();
     // "all" takes the MPI baselines only where they can run.
     for (const SchemeEntry& e : scheme_registry()) {
-      if (!e.needs_mpi_job || mpi_job_active()) names.push_back(e.name);
+      if (!e.enabled || e.enabled()) names.push_back(e.name);
     }
   }
   for (std::size_t i = 0; i < names.size(); ++i) {

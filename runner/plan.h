@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/scenario.h"
+#include "config/scenario.h"
 #include "common/scheme.h"
 
 namespace gradex {

@@ -5,7 +5,8 @@
 #include "allreduce/recursive_doubling.h"
 #include "allreduce/ring.h"
 #include "allreduce/tree.h"
-#include "bench/baselines/mpi_schemes.h"
+#include "baselines/mpi_job.h"
+#include "baselines/mpi_schemes.h"
 #include "common/errors.h"
 #include "ps/parameter_server.h"
 
@@ -65,7 +66,10 @@ std::vector<SchemeEntry> build_registry() {
                  o.placement = ServerPlacement::colocated;
                  return std::make_unique<ParameterServerScheme>(o);
                }});
-  for (SchemeEntry& e : mpi_baseline_entries()) r.push_back(std::move(e));
+  for (BaselineScheme& b : mpi_baselines()) {
+    r.push_back({std::move(b.name), std::move(b.summary), std::move(b.make),
+                 /*needs_mpi_job=*/true, &mpi_job_active});
+  }
   return r;
 }
 

@@ -22,6 +22,9 @@ struct SchemeEntry {
   // The MPI baselines call the MPI library and run only in an MPI job;
   // every other scheme runs on any Comm (threads, processes, simulator).
   bool needs_mpi_job = false;
+  // Whether the scheme can run in this process now (Horovod's Enabled());
+  // empty: always.
+  std::function<bool()> enabled = nullptr;
 };
 
 const std::vector<SchemeEntry>& scheme_registry();

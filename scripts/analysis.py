@@ -245,7 +245,7 @@ def main():
         "document's; every simulated row's scenario is in `runs/<name>/scenario.json` with its",
         "`results.csv`. Model = `Scheme::model_time` (alpha-beta, DESIGN.md); simulation =",
         "`gradex simulate` (virtual time, max-min fair NIC sharing, phantom buffers). Links",
-        "use the presets of `common/link_presets.h` with latency 0 where the document's",
+        "use the presets of `config/link_presets.h` with latency 0 where the document's",
         "arithmetic ignores it.",
         "",
         "| # | inputs | document | model | simulation | verdict |",

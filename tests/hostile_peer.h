@@ -1,5 +1,5 @@
 // A peer written with raw sockets, for tests of admission: it speaks the
-// wire format of common/tcp/frame.h byte by byte, with whatever token (or
+// wire format of transport/wire/frame.h byte by byte, with whatever token (or
 // recorded bytes) a test gives it, and every read ends by a deadline.
 #pragma once
 
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "common/tcp/auth.h"
-#include "common/tcp/frame.h"
+#include "transport/wire/auth.h"
+#include "transport/wire/frame.h"
 
 namespace gradex::testing {
 
@@ -59,24 +59,24 @@ class RawPeer {
   // Plays the connecting side of admission as `rank` of `size` toward
   // `server_rank` with `token`; returns the final answer (nullopt when the
   // server closed or answered something else).
-  std::optional<tcp::AckStatus> admit(int rank, int size, int server_rank, const std::string& token) {
-    tcp::Exchange x{tcp::random_nonce(), {}, rank, server_rank, size};
-    if (!write(tcp::Hello{rank, size, x.client_nonce}.encode())) return std::nullopt;
-    tcp::Challenge::Bytes cb{};
-    tcp::Challenge c;
-    if (!read(cb) || tcp::Challenge::decode(cb, c)) return std::nullopt;
-    if (c.status != tcp::AckStatus::admitted) return c.status;
+  std::optional<wire::AckStatus> admit(int rank, int size, int server_rank, const std::string& token) {
+    wire::Exchange x{wire::random_nonce(), {}, rank, server_rank, size};
+    if (!write(wire::Hello{rank, size, x.client_nonce}.encode())) return std::nullopt;
+    wire::Challenge::Bytes cb{};
+    wire::Challenge c;
+    if (!read(cb) || wire::Challenge::decode(cb, c)) return std::nullopt;
+    if (c.status != wire::AckStatus::admitted) return c.status;
     x.server_nonce = c.nonce;
-    if (!write(tcp::ClientProof{tcp::prove(token, x, tcp::Direction::client_to_server)}.encode())) {
+    if (!write(wire::ClientProof{wire::prove(token, x, wire::Direction::client_to_server)}.encode())) {
       return std::nullopt;
     }
     return ack();
   }
 
-  std::optional<tcp::AckStatus> ack() {
-    tcp::Ack::Bytes ab{};
-    tcp::Ack a;
-    if (!read(ab) || tcp::Ack::decode(ab, a)) return std::nullopt;
+  std::optional<wire::AckStatus> ack() {
+    wire::Ack::Bytes ab{};
+    wire::Ack a;
+    if (!read(ab) || wire::Ack::decode(ab, a)) return std::nullopt;
     return a.status;
   }
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "common/inproc/world.h"
+#include "transport/inproc/world.h"
 
 namespace gradex {
 namespace {

@@ -21,7 +21,7 @@
 #include <thread>
 
 #include "common/errors.h"
-#include "common/tcp/rendezvous.h"
+#include "transport/rendezvous.h"
 #include "hostile_peer.h"
 #include "process_fixture.h"
 #include "runner/launch_env.h"
@@ -219,8 +219,8 @@ TEST_F(Launch, AnOversizedFrameIsRefusedByThePlansLimit) {
   try {
     const auto table = tcp::rendezvous(rdv, 1, 2, "t", "127.0.0.1:1", 4000ms);
     testing::RawPeer peer(table[0]);
-    EXPECT_EQ(peer.admit(1, 2, 0, "t"), tcp::AckStatus::admitted);
-    tcp::FrameHeader h;
+    EXPECT_EQ(peer.admit(1, 2, 0, "t"), wire::AckStatus::admitted);
+    wire::FrameHeader h;
     h.tag = 1;
     h.length = (std::uint64_t{1} << 36) - 1;
     peer.write(h.encode());

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "common/group_endpoint.h"
+#include "transport/group_endpoint.h"
 
 namespace gradex::testing {
 

@@ -4,9 +4,9 @@
 // the job (workers plus a dedicated server).
 #include <gtest/gtest.h>
 
-#include "bench/baselines/mpi_job.h"
+#include "baselines/mpi_job.h"
 #include "common/errors.h"
-#include "common/scenario.h"
+#include "config/scenario.h"
 #include "process_fixture.h"
 #include "runner/plan.h"
 

@@ -6,8 +6,8 @@
 #include <fstream>
 
 #include "common/errors.h"
-#include "common/json_file.h"
-#include "common/scenario.h"
+#include "config/json_file.h"
+#include "config/scenario.h"
 #include "runner/plan.h"
 #include "train/train_job.h"
 

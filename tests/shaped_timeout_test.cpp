@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "common/inproc/world.h"
-#include "common/local_group.h"
+#include "transport/inproc/world.h"
+#include "transport/local_group.h"
 
 namespace gradex {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "runner/measure.h"
 #include "schemes/registry.h"
-#include "sim/simulate.h"
+#include "runner/simulate.h"
 
 namespace gradex::sim {
 namespace {

@@ -1,7 +1,7 @@
 // The simulated transport: the same schemes on virtual time. Results with
 // real buffers match the reference and the declared traffic; timings match
 // the NIC model in closed form where there is no contention; fair sharing,
-// determinism and deadlock detection behave as documented in sim/world.h.
+// determinism and deadlock detection behave as documented in transport/sim/world.h.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,8 +9,8 @@
 
 #include "common/errors.h"
 #include "schemes/registry.h"
-#include "sim/simulate.h"
-#include "sim/world.h"
+#include "runner/simulate.h"
+#include "transport/sim/world.h"
 
 namespace gradex::sim {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "common/errors.h"
-#include "common/scenario.h"
+#include "config/scenario.h"
 
 namespace gradex {
 namespace {

@@ -19,10 +19,10 @@
 #include "common/errors.h"
 #include "hostile_peer.h"
 #include "lost_peer_check.h"
-#include "common/port_shaper.h"
-#include "common/tcp/endpoint.h"
-#include "common/tcp/frame.h"
-#include "common/local_group.h"
+#include "transport/port_shaper.h"
+#include "transport/tcp/endpoint.h"
+#include "transport/wire/frame.h"
+#include "transport/local_group.h"
 #include "runner/measure_group.h"
 #include "schemes/registry.h"
 
@@ -240,26 +240,26 @@ TEST(PortShaper, ZeroByteSignalsMatchTheSharedShaper) {
 // ---- hostile input ------------------------------------------------------------
 
 TEST(TcpFrame, RejectsBadMagicVersionKindAndAbsurdLength) {
-  tcp::FrameHeader h;
+  wire::FrameHeader h;
   h.tag = 9;
   h.length = 100;
-  tcp::FrameHeader out;
-  EXPECT_FALSE(tcp::FrameHeader::decode(h.encode(), 1000, out).has_value());
+  wire::FrameHeader out;
+  EXPECT_FALSE(wire::FrameHeader::decode(h.encode(), 1000, out).has_value());
   EXPECT_EQ(out.tag, 9u);
   auto bytes = h.encode();
   bytes[0] = std::byte{0x41};
-  EXPECT_NE(tcp::FrameHeader::decode(bytes, 1000, out).value_or("").find("bad magic"),
+  EXPECT_NE(wire::FrameHeader::decode(bytes, 1000, out).value_or("").find("bad magic"),
             std::string::npos);
   bytes = h.encode();
   bytes[4] = std::byte{9};
-  EXPECT_NE(tcp::FrameHeader::decode(bytes, 1000, out).value_or("").find("version"),
+  EXPECT_NE(wire::FrameHeader::decode(bytes, 1000, out).value_or("").find("version"),
             std::string::npos);
   bytes = h.encode();
   bytes[6] = std::byte{77};
-  EXPECT_NE(tcp::FrameHeader::decode(bytes, 1000, out).value_or("").find("kind"),
+  EXPECT_NE(wire::FrameHeader::decode(bytes, 1000, out).value_or("").find("kind"),
             std::string::npos);
   h.length = ~std::uint64_t{0};
-  EXPECT_NE(tcp::FrameHeader::decode(h.encode(), 1000, out).value_or("").find("exceeds"),
+  EXPECT_NE(wire::FrameHeader::decode(h.encode(), 1000, out).value_or("").find("exceeds"),
             std::string::npos);
 }
 
@@ -346,7 +346,7 @@ TEST(TcpAdmission, StrangersWithAnEmptyOrWrongTokenAreRefusedAndTheRealPeerJoins
   for (const std::string token : {"", "wrong"}) {
     testing::RawPeer stranger(a.address());
     ASSERT_TRUE(stranger.connected());
-    EXPECT_EQ(stranger.admit(1, 2, 0, token), tcp::AckStatus::bad_token) << "token '" << token << "'";
+    EXPECT_EQ(stranger.admit(1, 2, 0, token), wire::AckStatus::bad_token) << "token '" << token << "'";
   }
   b.connect(addresses);
   ta.join();
@@ -375,7 +375,7 @@ TEST(TcpAdmission, AReplayedAdmissionIsRefused) {
       }
     });
     testing::RawPeer honest(first.address());
-    EXPECT_EQ(honest.admit(1, 2, 0, "test-token"), tcp::AckStatus::admitted);
+    EXPECT_EQ(honest.admit(1, 2, 0, "test-token"), wire::AckStatus::admitted);
     recorded = honest.sent();
     t.join();
   }
@@ -390,9 +390,9 @@ TEST(TcpAdmission, AReplayedAdmissionIsRefused) {
   });
   testing::RawPeer replay(again.address());
   ASSERT_TRUE(replay.write(recorded.data(), recorded.size()));
-  tcp::Challenge::Bytes challenge{};
+  wire::Challenge::Bytes challenge{};
   EXPECT_TRUE(replay.read(challenge));
-  EXPECT_EQ(replay.ack(), tcp::AckStatus::bad_token);
+  EXPECT_EQ(replay.ack(), wire::AckStatus::bad_token);
   t.join();
   EXPECT_NE(error.find("token mismatch"), std::string::npos) << error;
 }
@@ -454,8 +454,8 @@ TEST(TcpAdmission, AnOversizedFrameFromAnAdmittedPeerNamesIt) {
   TcpEndpoint a(0, 2, o);
   std::thread t([&] {
     testing::RawPeer peer(a.address());
-    if (peer.admit(1, 2, 0, "test-token") != tcp::AckStatus::admitted) return;
-    tcp::FrameHeader h;
+    if (peer.admit(1, 2, 0, "test-token") != wire::AckStatus::admitted) return;
+    wire::FrameHeader h;
     h.tag = 1;
     h.length = (std::uint64_t{1} << 36) - 1;
     peer.write(h.encode());

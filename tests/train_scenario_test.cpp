@@ -17,7 +17,7 @@
 #include "process_fixture.h"
 
 #include "common/errors.h"
-#include "common/scenario.h"
+#include "config/scenario.h"
 #include "runner/plan.h"
 #include "train/train_job.h"
 

@@ -19,13 +19,13 @@
 #include <zmq.h>
 
 #include "common/errors.h"
-#include "common/tcp/auth.h"
-#include "common/tcp/frame.h"
-#include "common/tcp/mesh.h"
+#include "transport/wire/auth.h"
+#include "transport/wire/frame.h"
+#include "transport/tcp/mesh.h"
 #include "lost_peer_check.h"
-#include "common/local_group.h"
-#include "common/zmq/curve.h"
-#include "common/zmq/endpoint.h"
+#include "transport/local_group.h"
+#include "transport/zmq/curve.h"
+#include "transport/zmq/endpoint.h"
 #include "runner/measure_group.h"
 #include "schemes/registry.h"
 
@@ -179,7 +179,7 @@ TEST(ZmqAdmission, StrangersCannotClaimARankOrAllocate) {
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(s, ZMQ_RCVTIMEO, &wait_ms, sizeof wait_ms);
     EXPECT_EQ(zmq_connect(s, ("tcp://" + a.address()).c_str()), 0);
-    const auto hello = tcp::Hello{1, 2, tcp::random_nonce()}.encode();
+    const auto hello = wire::Hello{1, 2, wire::random_nonce()}.encode();
     zmq_send(s, hello.data(), hello.size(), 0);
     return s;
   };

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "common/inproc/world.h"
+#include "transport/inproc/world.h"
 #include "train/dataset.h"
 #include "train/trainer.h"
 

@@ -5,7 +5,7 @@
 #include "common/errors.h"
 #include "common/memory_budget.h"
 #include "common/units.h"
-#include "common/local_group.h"
+#include "transport/local_group.h"
 #include "schemes/registry.h"
 #include "train/mlp.h"
 #include "train/optimizer.h"

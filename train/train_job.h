@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/topology.h"
-#include "common/workload.h"
+#include "config/workload.h"
 #include "train/dataset.h"
 #include "train/profiled_model.h"
 #include "train/ps_training.h"

@@ -17,7 +17,7 @@
 
 #include "common/comm.h"
 
-#include "common/inproc/world.h"
+#include "transport/inproc/world.h"
 #include "common/scheme.h"
 #include "train/dataset.h"
 #include "train/gradient_exchange.h"

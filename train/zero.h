@@ -6,7 +6,7 @@
 // ring all-reduce, the optimizer memory drops by N.
 #pragma once
 
-#include "common/inproc/world.h"
+#include "transport/inproc/world.h"
 #include "train/dataset.h"
 #include "train/trainer.h"
 

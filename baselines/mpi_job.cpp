@@ -1,0 +1,180 @@
+#include "baselines/mpi_job.h"
+
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "baselines/mpi_runtime.h"
+#include "common/errors.h"
+
+namespace gradex {
+
+namespace {
+
+// One thread for all deadlines: a guard arms it, and only a call that
+// overruns costs anything beyond a lock and a notify.
+class Watchdog {
+ public:
+  explicit Watchdog(int rank) : rank_(rank), thread_([this] { watch(); }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void arm(std::chrono::steady_clock::time_point deadline, std::string what) {
+    std::lock_guard lock(mutex_);
+    deadline_ = deadline;
+    what_ = std::move(what);
+    cv_.notify_all();
+  }
+  void disarm() {
+    std::lock_guard lock(mutex_);
+    deadline_.reset();
+  }
+
+ private:
+  void watch() {
+    std::unique_lock lock(mutex_);
+    while (!stopping_) {
+      if (!deadline_) {
+        cv_.wait(lock);
+        continue;
+      }
+      const auto deadline = *deadline_;
+      if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && deadline_ == deadline) {
+        std::fprintf(stderr,
+                     "gradex: rank %d: %s did not return within its timeout; a peer is lost or "
+                     "stuck. Ending this process so that mpirun ends the job.\n",
+                     rank_, what_.c_str());
+        std::fflush(stderr);
+        std::_Exit(1);
+      }
+    }
+  }
+
+  const int rank_;  // read at MPI_Init: this thread may not call MPI
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
+  std::string what_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+struct Job {
+  std::map<int, MPI_Comm> prefixes;
+  std::optional<Watchdog> watchdog;
+};
+
+std::mutex job_mutex;
+Job* job = nullptr;
+
+Job& active_job() {
+  if (job == nullptr) throw InvariantError("the MPI baselines need an MPI job (mpirun)");
+  return *job;
+}
+
+}  // namespace
+
+bool mpi_built() { return true; }
+
+bool mpi_job_active() {
+  std::lock_guard lock(job_mutex);
+  return job != nullptr;
+}
+
+MpiJob::MpiJob() {
+  std::lock_guard lock(job_mutex);
+  GRADEX_ENFORCE(job == nullptr, "one MPI job per process");
+  int provided = 0;
+  // One thread at a time calls MPI, but not always the main one: training
+  // runs its exchanges on the reducer's communication thread.
+  mpi_check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided),
+            "MPI_Init_thread");
+  if (provided < MPI_THREAD_SERIALIZED) {
+    throw ConfigError("mpirun", "the MPI library does not allow calls from more than one thread "
+                                "(MPI_THREAD_SERIALIZED)");
+  }
+  // Errors come back as codes (mpi_check turns them into exceptions)
+  // instead of MPI's default of aborting the job without a word.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int rank = 0;
+  mpi_check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
+  job = new Job;
+  job->watchdog.emplace(rank);
+}
+
+MpiJob::~MpiJob() {
+  if (finalized_) return;
+  // An error path: leave MPI as it is (finalising is collective and the
+  // other ranks may never get there); stop only our own watchdog thread.
+  std::lock_guard lock(job_mutex);
+  if (job) job->watchdog.reset();
+}
+
+void MpiJob::finalize() {
+  if (finalized_) return;
+  std::lock_guard lock(job_mutex);
+  for (auto& [n, comm] : job->prefixes) {
+    if (comm != MPI_COMM_WORLD) MPI_Comm_free(&comm);
+  }
+  job->watchdog.reset();
+  delete job;
+  job = nullptr;
+  finalized_ = true;
+  mpi_check(MPI_Finalize(), "MPI_Finalize");
+}
+
+MPI_Comm mpi_prefix_comm(int n) {
+  std::lock_guard lock(job_mutex);
+  Job& j = active_job();
+  auto it = j.prefixes.find(n);
+  if (it != j.prefixes.end()) return it->second;
+  int world = 0;
+  mpi_check(MPI_Comm_size(MPI_COMM_WORLD, &world), "MPI_Comm_size");
+  GRADEX_ENFORCE(n >= 1 && n <= world, "an MPI communicator of ", n, " ranks out of ", world);
+  MPI_Comm comm = MPI_COMM_WORLD;
+  if (n < world) {
+    MPI_Group all, first;
+    mpi_check(MPI_Comm_group(MPI_COMM_WORLD, &all), "MPI_Comm_group");
+    int range[1][3] = {{0, n - 1, 1}};
+    mpi_check(MPI_Group_range_incl(all, 1, range, &first), "MPI_Group_range_incl");
+    // Collective over the group's members only: the other ranks (servers
+    // idle in this run) never call it.
+    mpi_check(MPI_Comm_create_group(MPI_COMM_WORLD, first, /*tag=*/n, &comm),
+              "MPI_Comm_create_group");
+    MPI_Group_free(&first);
+    MPI_Group_free(&all);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  }
+  j.prefixes.emplace(n, comm);
+  return comm;
+}
+
+MpiDeadline::MpiDeadline(std::chrono::milliseconds timeout, std::string what) {
+  std::lock_guard lock(job_mutex);
+  active_job().watchdog->arm(std::chrono::steady_clock::now() + timeout, std::move(what));
+}
+
+MpiDeadline::~MpiDeadline() {
+  std::lock_guard lock(job_mutex);
+  if (job && job->watchdog) job->watchdog->disarm();
+}
+
+void mpi_check(int code, const char* what) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  throw InvariantError(std::string(what) + " failed: " + std::string(text, static_cast<std::size_t>(length)));
+}
+
+}  // namespace gradex

@@ -1,0 +1,18 @@
+// Built instead of mpi_job.cpp when no MPI library was found: the baselines
+// are absent from the registry and no process ever joins an MPI job.
+#include "baselines/mpi_job.h"
+
+#include "common/errors.h"
+
+namespace gradex {
+
+bool mpi_built() { return false; }
+bool mpi_job_active() { return false; }
+
+MpiJob::MpiJob() {
+  throw ConfigError("mpirun", "gradex was built without MPI (install libopenmpi-dev and rebuild)");
+}
+MpiJob::~MpiJob() = default;
+void MpiJob::finalize() {}
+
+}  // namespace gradex

@@ -1,0 +1,270 @@
+#include "config/scenario.h"
+
+#include "common/errors.h"
+#include "config/json_file.h"
+#include "config/json_reader.h"
+#include "config/link_presets.h"
+#include "common/units.h"
+
+namespace gradex {
+
+namespace {
+
+// Real ranks are threads or processes of this machine; simulated ranks are
+// fibers that cost almost nothing, so the simulator takes many more.
+constexpr int kMaxInprocRanks = 1024;
+constexpr int kMaxSimulatedRanks = 65536;
+
+std::size_t read_size(const nlohmann::json& v, const std::string& field) {
+  if (v.is_number_unsigned() || (v.is_number_integer() && v.get<long long>() >= 0)) {
+    return v.get<std::size_t>();
+  }
+  if (v.is_string()) return parse_bytes(v.get<std::string>(), field);
+  throw ConfigError(field, "expected a size (bytes, or a string such as \"16MiB\"), got " +
+                               json_kind(v));
+}
+
+std::vector<int> read_workers(const nlohmann::json* v, const std::string& field) {
+  if (v == nullptr) return {4};
+  auto one = [&](const nlohmann::json& x, const std::string& f) {
+    if (!x.is_number_integer() || x.get<long long>() < 1 ||
+        x.get<long long>() > kMaxSimulatedRanks) {
+      throw ConfigError(f, "expected a worker count between 1 and " +
+                               std::to_string(kMaxSimulatedRanks) + ", got " + x.dump());
+    }
+    return x.get<int>();
+  };
+  if (v->is_array()) {
+    if (v->empty()) throw ConfigError(field, "expected at least one worker count");
+    std::vector<int> out;
+    for (std::size_t i = 0; i < v->size(); ++i) out.push_back(one((*v)[i], field + "/" + std::to_string(i)));
+    return out;
+  }
+  return {one(*v, field)};
+}
+
+// "sizes": [4096, "1MiB"] or {"from": "4KiB", "to": "16MiB", "factor": 4}.
+std::vector<std::size_t> read_sizes(JsonReader& root) {
+  const std::string field = root.child("sizes");
+  const auto* v = root.find("sizes");
+  if (v == nullptr) throw ConfigError(field, "missing: give a list of sizes or {from, to, factor}");
+  std::vector<std::size_t> sizes;
+  if (v->is_array()) {
+    if (v->empty()) throw ConfigError(field, "expected at least one size");
+    for (std::size_t i = 0; i < v->size(); ++i) {
+      sizes.push_back(read_size((*v)[i], field + "/" + std::to_string(i)));
+    }
+    return sizes;
+  }
+  JsonReader sweep(*v, field);
+  const auto* from = sweep.find("from");
+  const auto* to = sweep.find("to");
+  if (from == nullptr) throw ConfigError(sweep.child("from"), "missing");
+  if (to == nullptr) throw ConfigError(sweep.child("to"), "missing");
+  const std::size_t lo = read_size(*from, sweep.child("from"));
+  const std::size_t hi = read_size(*to, sweep.child("to"));
+  const long long factor = sweep.integer("factor", 2, 2, 1024);
+  sweep.reject_unknown();
+  if (lo == 0) throw ConfigError(sweep.child("from"), "a sweep must start above 0 bytes");
+  if (hi < lo) throw ConfigError(sweep.child("to"), "must not be below 'from'");
+  for (std::size_t s = lo; s <= hi; s *= static_cast<std::size_t>(factor)) {
+    sizes.push_back(s);
+    if (sizes.size() > 64) throw ConfigError(field, "sweep has more than 64 sizes");
+  }
+  return sizes;
+}
+
+LinkSpec read_link(JsonReader& parent, const std::string& key, bool& present) {
+  LinkSpec spec;
+  if (!parent.has(key)) {
+    parent.find(key);
+    return spec;
+  }
+  present = true;
+  // A hardware name (config/link_presets.h): "ib_hdr_200g", or an object
+  // {"preset": ..., "latency": ...} to override its latency.
+  if (const auto* name = parent.find(key); name->is_string()) {
+    return find_link_preset(name->get<std::string>(), parent.child(key));
+  }
+  JsonReader link = parent.object(key);
+  const auto* bw = link.find("bandwidth");
+  const auto* preset = link.find("preset");
+  if (preset != nullptr) {
+    if (!preset->is_string()) throw ConfigError(link.child("preset"), "expected a preset name");
+    spec = find_link_preset(preset->get<std::string>(), link.child("preset"));
+    if (bw != nullptr) throw ConfigError(link.child("bandwidth"), "give a preset or a bandwidth, not both");
+  } else if (bw == nullptr) {
+    throw ConfigError(link.child("bandwidth"), "missing (e.g. \"25GB/s\" or \"10Gbps\")");
+  } else if (bw->is_number() && bw->get<double>() > 0) {
+    spec.bytes_per_second = bw->get<double>();
+  } else if (bw->is_string()) {
+    spec.bytes_per_second = parse_rate(bw->get<std::string>(), link.child("bandwidth"));
+  } else {
+    throw ConfigError(link.child("bandwidth"),
+                      "expected a positive rate in bytes/s or a string such as \"25GB/s\", got " +
+                          json_kind(*bw));
+  }
+  if (const auto* lat = link.find("latency")) {
+    if (lat->is_number() && lat->get<double>() >= 0) {
+      spec.latency_seconds = lat->get<double>();
+    } else if (lat->is_string()) {
+      spec.latency_seconds = parse_duration(lat->get<std::string>(), link.child("latency"));
+    } else {
+      throw ConfigError(link.child("latency"),
+                        "expected seconds or a string such as \"20us\", got " + json_kind(*lat));
+    }
+  }
+  link.reject_unknown();
+  check_link_range(spec, link.child("bandwidth"), link.child("latency"));
+  return spec;
+}
+
+// A buffer holds whole elements: rounding 4097 bytes of f32 down to 4096
+// (or 4 bytes of f64 to none) would time a message the user did not ask for.
+void check_whole_elements(const std::vector<std::size_t>& sizes, DType dtype, bool listed) {
+  const std::size_t element = dtype_size(dtype);
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] % element == 0) continue;
+    // A sweep's sizes are 'from' times powers of the factor: 'from' is at fault.
+    throw ConfigError(listed ? "/sizes/" + std::to_string(i) : "/sizes/from",
+                      std::to_string(sizes[i]) + " bytes is not a whole number of " +
+                          std::string(dtype_name(dtype)) + " elements (" + std::to_string(element) +
+                          " bytes each)");
+  }
+}
+
+std::string one_of(JsonReader& r, const std::string& key, const std::string& fallback,
+                   std::initializer_list<const char*> allowed) {
+  const std::string value = r.string(key, fallback);
+  std::string list;
+  for (const char* a : allowed) {
+    if (value == a) return value;
+    list += (list.empty() ? "" : ", ") + std::string(a);
+  }
+  throw ConfigError(r.child(key), "unknown value '" + value + "' (expected one of: " + list + ")");
+}
+
+}  // namespace
+
+Scenario parse_scenario(const nlohmann::json& document) {
+  Scenario s;
+  s.source = document;
+  JsonReader root(document, "");
+  s.name = root.string("name", "");
+  if (s.name.empty()) throw ConfigError("/name", "missing: every scenario needs a name");
+  s.description = root.string("description", "");
+  s.workers = read_workers(root.find("workers"), "/workers");
+  s.ranks_per_node = static_cast<int>(root.integer("ranks_per_node", 1, 1, kMaxInprocRanks));
+  s.transport = one_of(root, "transport", "inproc", {"inproc", "tcp", "zmq", "sim", "nccl"});
+  if (s.transport != "inproc" && s.transport != "tcp" && s.transport != "zmq" &&
+      s.transport != "sim") {
+    throw ConfigError("/transport", "transport '" + s.transport +
+                                        "' is not available in this build (available: inproc, "
+                                        "tcp, zmq, sim)");
+  }
+
+  const auto* schemes = root.find("schemes");
+  if (schemes == nullptr || (schemes->is_string() && schemes->get<std::string>() == "all")) {
+    s.all_schemes = true;
+  } else if (schemes->is_array() && !schemes->empty()) {
+    for (std::size_t i = 0; i < schemes->size(); ++i) {
+      const auto& e = (*schemes)[i];
+      if (!e.is_string()) {
+        throw ConfigError("/schemes/" + std::to_string(i), "expected a scheme name, got " + json_kind(e));
+      }
+      s.schemes.push_back(e.get<std::string>());
+    }
+  } else {
+    throw ConfigError("/schemes", "expected \"all\" or a non-empty list of scheme names");
+  }
+
+  if (root.has("workload")) s.training = parse_workload(*root.find("workload"), "/workload");
+  root.find("workload");
+  if (s.training) {
+    // Training exchanges its model's gradients: the benchmark's message
+    // shape and iteration counts would be silently meaningless, so refuse.
+    for (const char* key : {"sizes", "dtype", "op", "warmup_iters", "iters"}) {
+      if (root.has(key)) {
+        throw ConfigError(root.child(key), "does not apply to a train workload (it sets the "
+                                           "all-reduce benchmark's messages); remove it");
+      }
+      root.find(key);
+    }
+    if (!s.training->consistency.empty() && schemes != nullptr) {
+      throw ConfigError("/schemes", "PS consistency training runs through its own parameter "
+                                    "servers, not the schemes: remove 'schemes' or "
+                                    "'workload/consistency'");
+    }
+  } else {
+    s.sizes = read_sizes(root);
+    s.dtype = parse_dtype(root.string("dtype", "f32"), "/dtype");
+    check_whole_elements(s.sizes, s.dtype, root.find("sizes")->is_array());
+    s.op = parse_reduce_op(root.string("op", "sum"), "/op");
+    s.warmup_iters = static_cast<int>(root.integer("warmup_iters", 2, 0, 1'000'000));
+    s.iters = static_cast<int>(root.integer("iters", 5, 1, 1'000'000));
+  }
+  if (const auto* seg = root.find("segment_bytes")) {
+    s.segment_bytes = read_size(*seg, "/segment_bytes");
+    if (s.segment_bytes == 0) throw ConfigError("/segment_bytes", "must be at least 1 byte");
+  }
+  if (const auto* slice = root.find("slice_bytes")) s.slice_bytes = read_size(*slice, "/slice_bytes");
+  s.timeout = std::chrono::milliseconds(root.integer("timeout_ms", 30'000, 1, 3'600'000));
+  s.spin = std::chrono::microseconds(root.integer("spin_us", 100, 0, 1'000'000));
+
+  JsonReader ps = root.object("ps");
+  // 0 dedicated servers is ps_hybrid's all-reduce limit; the other PS
+  // schemes refuse it when planned.
+  s.ps_servers = static_cast<int>(ps.integer("servers", 1, 0, kMaxInprocRanks));
+  s.ps_placement = one_of(ps, "placement", "dedicated", {"dedicated", "colocated"}) == "dedicated"
+                       ? ServerPlacement::dedicated
+                       : ServerPlacement::colocated;
+  ps.reject_unknown();
+
+  JsonReader hier = root.object("hierarchical");
+  s.inter_algorithm = one_of(hier, "inter", "ring", {"ring", "tree", "halving_doubling"});
+  hier.reject_unknown();
+
+  if (root.has("network")) {
+    JsonReader net = root.object("network");
+    s.network.intra_node = read_link(net, "intra_node", s.network.shaped);
+    s.network.inter_node = read_link(net, "inter_node", s.network.shaped);
+    s.network.nic_per_node = net.boolean("nic_per_node", false);
+    net.reject_unknown();
+    if (!s.network.shaped) {
+      throw ConfigError("/network", "give intra_node and/or inter_node links (or drop 'network')");
+    }
+  } else {
+    root.find("network");
+  }
+  s.output = root.string("output", "");
+  root.reject_unknown();
+  return s;
+}
+
+Scenario load_scenario(const std::filesystem::path& path) {
+  const nlohmann::json doc = read_json_file(path);
+  try {
+    return parse_scenario(doc);
+  } catch (const ConfigError& e) {
+    throw ConfigError(path.string() + "#" + e.field(), e.reason());
+  }
+}
+
+SchemeOptions scheme_options(const Scenario& s, int workers) {
+  SchemeOptions o;
+  o.workers = workers;
+  o.segment_bytes = s.segment_bytes;
+  o.slice_bytes = s.slice_bytes;
+  o.ranks_per_node = s.ranks_per_node;
+  o.inter_algorithm = s.inter_algorithm;
+  o.servers = s.ps_servers;
+  o.placement = s.ps_placement;
+  return o;
+}
+
+Topology scenario_topology(const Scenario& s, int workers, int endpoints) {
+  return Topology::grouped(workers, s.ranks_per_node, endpoints - workers, s.network.intra_node,
+                           s.network.inter_node, s.network.nic_per_node);
+}
+
+}  // namespace gradex

@@ -1,0 +1,69 @@
+// A scenario: what to run, on how many ranks, over what network, at which
+// sizes, and where to write the results. Parsed strictly: unknown keys and
+// wrong types are errors that name the JSON pointer of the value.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/dtype.h"
+#include "common/reduce.h"
+#include "common/scheme.h"
+#include "common/topology.h"
+#include "config/workload.h"
+
+namespace gradex {
+
+struct NetworkConfig {
+  bool shaped = false;
+  LinkSpec intra_node;  // unlimited unless given
+  LinkSpec inter_node;
+  bool nic_per_node = false;
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::vector<int> workers;  // one run per entry (a sweep when several)
+  int ranks_per_node = 1;
+  std::string transport = "inproc";
+  std::vector<std::string> schemes;  // empty until resolved; "all" expands in the runner
+  bool all_schemes = false;
+  std::vector<std::size_t> sizes;  // message sizes in bytes
+  DType dtype = DType::f32;
+  ReduceOp op = ReduceOp::sum;
+  int warmup_iters = 2;
+  int iters = 5;
+  std::size_t segment_bytes = std::size_t{1} << 20;
+  std::size_t slice_bytes = 0;  // ring: SchemeOptions::slice_bytes
+  std::chrono::milliseconds timeout{30'000};
+  // inproc and tcp: how long a wait polls (yielding) before it sleeps.
+  std::chrono::microseconds spin{100};
+  int ps_servers = 1;
+  ServerPlacement ps_placement = ServerPlacement::dedicated;
+  std::string inter_algorithm = "ring";
+  NetworkConfig network;
+  std::string output;  // folder for results.csv / results.json; empty: none
+  // "workload": {"kind": "train", ...}: train instead of the all-reduce
+  // benchmark; `sizes`, `dtype`, `op` and the iteration counts then do not
+  // apply and are rejected.
+  std::optional<TrainWorkload> training;
+  nlohmann::json source;  // the scenario as written, embedded in results
+};
+
+// Throws ConfigError naming the JSON pointer of the first bad value.
+Scenario parse_scenario(const nlohmann::json& document);
+// Reads and parses a file; JSON syntax errors name the file, line and column.
+Scenario load_scenario(const std::filesystem::path& path);
+
+// The scheme options and the shaping topology of one run of the scenario.
+SchemeOptions scheme_options(const Scenario& scenario, int workers);
+Topology scenario_topology(const Scenario& scenario, int workers, int endpoints);
+
+}  // namespace gradex

@@ -1,0 +1,18 @@
+#include "transport/group_endpoint.h"
+
+#include "common/errors.h"
+#include "transport/tcp/endpoint.h"
+#include "transport/zmq/endpoint.h"
+
+namespace gradex {
+
+std::vector<std::string> group_transports() { return {"tcp", "zmq"}; }
+
+std::unique_ptr<GroupEndpoint> make_group_endpoint(const std::string& transport, int rank,
+                                                   int size, const EndpointOptions& options) {
+  if (transport == "tcp") return std::make_unique<TcpEndpoint>(rank, size, options);
+  if (transport == "zmq") return std::make_unique<ZmqEndpoint>(rank, size, options);
+  throw ConfigError("/transport", "'" + transport + "' is not a process transport (tcp, zmq)");
+}
+
+}  // namespace gradex

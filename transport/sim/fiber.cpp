@@ -1,0 +1,126 @@
+#include "transport/sim/fiber.h"
+
+#include <sys/mman.h>
+
+#include <boost/context/detail/fcontext.hpp>
+#include <new>
+
+#include "common/errors.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define GRADEX_FIBER_ASAN 1
+#endif
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#define GRADEX_FIBER_TSAN 1
+#endif
+
+namespace gradex::sim {
+
+namespace bctx = boost::context::detail;
+
+struct Fiber::Context {
+  bctx::fcontext_t fiber = nullptr;      // where resume() continues the fiber
+  bctx::fcontext_t scheduler = nullptr;  // where yield() returns to
+  void* stack = nullptr;
+  std::size_t stack_bytes = 0;
+#ifdef GRADEX_FIBER_ASAN
+  void* fake_stack = nullptr;
+  const void* scheduler_stack_bottom = nullptr;
+  std::size_t scheduler_stack_size = 0;
+#endif
+#ifdef GRADEX_FIBER_TSAN
+  void* tsan_fiber = nullptr;
+  void* tsan_scheduler = nullptr;
+#endif
+};
+
+namespace {
+// fcontext entry points take a transfer_t by value; this adapter forwards
+// it to the Fiber (whose header does not name Boost types).
+void entry(bctx::transfer_t t);
+}  // namespace
+
+Fiber::Fiber(std::function<void()> body, std::size_t stack_bytes)
+    : body_(std::move(body)), context_(std::make_unique<Context>()) {
+  Context& c = *context_;
+  // Reserved, not committed: untouched stack pages cost no memory, so
+  // generous stacks for a thousand ranks are cheap.
+  c.stack_bytes = stack_bytes;
+  c.stack = mmap(nullptr, stack_bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+  if (c.stack == MAP_FAILED) throw std::bad_alloc();
+  // Stacks grow down: fcontext wants the top.
+  c.fiber = bctx::make_fcontext(static_cast<char*>(c.stack) + stack_bytes, stack_bytes, &entry);
+#ifdef GRADEX_FIBER_TSAN
+  c.tsan_fiber = __tsan_create_fiber(0);
+#endif
+}
+
+Fiber::~Fiber() {
+#ifdef GRADEX_FIBER_TSAN
+  __tsan_destroy_fiber(context_->tsan_fiber);
+#endif
+  munmap(context_->stack, context_->stack_bytes);
+}
+
+namespace {
+void entry(bctx::transfer_t t) { Fiber::trampoline(&t); }
+}  // namespace
+
+void Fiber::trampoline(void* transfer) {
+  const auto& t = *static_cast<bctx::transfer_t*>(transfer);
+  auto* self = static_cast<Fiber*>(t.data);
+  self->context_->scheduler = t.fctx;
+#ifdef GRADEX_FIBER_ASAN
+  __sanitizer_finish_switch_fiber(nullptr, &self->context_->scheduler_stack_bottom,
+                                  &self->context_->scheduler_stack_size);
+#endif
+  try {
+    self->body_();
+  } catch (...) {
+    self->error_ = std::current_exception();
+  }
+  self->finished_ = true;
+  self->yield();  // never resumed again; the stack is simply unmapped
+}
+
+void Fiber::resume() {
+  GRADEX_ENFORCE(!finished_, "resuming a finished fiber");
+  Context& c = *context_;
+#ifdef GRADEX_FIBER_TSAN
+  c.tsan_scheduler = __tsan_get_current_fiber();
+  __tsan_switch_to_fiber(c.tsan_fiber, 0);
+#endif
+#ifdef GRADEX_FIBER_ASAN
+  void* fake = nullptr;
+  __sanitizer_start_switch_fiber(&fake, c.stack, c.stack_bytes);
+#endif
+  // Returns when the fiber yields: it hands back where to continue it.
+  c.fiber = bctx::jump_fcontext(c.fiber, this).fctx;
+#ifdef GRADEX_FIBER_ASAN
+  __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#endif
+}
+
+void Fiber::yield() {
+  Context& c = *context_;
+#ifdef GRADEX_FIBER_TSAN
+  __tsan_switch_to_fiber(c.tsan_scheduler, 0);
+#endif
+#ifdef GRADEX_FIBER_ASAN
+  // A finished fiber's frames are gone for good: passing nullptr lets ASan
+  // drop its fake stack.
+  __sanitizer_start_switch_fiber(finished_ ? nullptr : &c.fake_stack, c.scheduler_stack_bottom,
+                                 c.scheduler_stack_size);
+#endif
+  // Returns when the scheduler resumes this fiber again.
+  c.scheduler = bctx::jump_fcontext(c.scheduler, nullptr).fctx;
+#ifdef GRADEX_FIBER_ASAN
+  __sanitizer_finish_switch_fiber(c.fake_stack, &c.scheduler_stack_bottom,
+                                  &c.scheduler_stack_size);
+#endif
+}
+
+}  // namespace gradex::sim

@@ -1,0 +1,203 @@
+#include "transport/sim/network.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "common/errors.h"
+
+namespace gradex::sim {
+
+// Port layout, for E endpoints and M inter-node NIC owners:
+//   [0, E) intra egress, [E, 2E) intra ingress,
+//   [2E, 2E+M) inter egress, [2E+M, 2E+2M) inter ingress.
+Network::Network(Topology topology, Scheduler schedule)
+    : topology_(std::move(topology)), schedule_(std::move(schedule)) {
+  const int e = topology_.endpoints();
+  inter_owners_ = e;
+  if (topology_.nic_per_node) {
+    inter_owners_ = 0;
+    for (int n : topology_.node_of) inter_owners_ = std::max(inter_owners_, n + 1);
+  }
+  ports_.resize(static_cast<std::size_t>(2 * e + 2 * inter_owners_));
+  for (int i = 0; i < 2 * e; ++i) ports_[static_cast<std::size_t>(i)].capacity = topology_.intra.bytes_per_second;
+  for (int i = 2 * e; i < 2 * e + 2 * inter_owners_; ++i) {
+    ports_[static_cast<std::size_t>(i)].capacity = topology_.inter.bytes_per_second;
+  }
+}
+
+bool Network::limited(int src, int dst) const {
+  return src != dst && !topology_.link(src, dst).unlimited();
+}
+
+double Network::latency(int src, int dst) const {
+  return src == dst ? 0 : topology_.link(src, dst).latency_seconds;
+}
+
+int Network::egress_port(int src, int dst) const {
+  if (topology_.same_node(src, dst)) return src;
+  const int owner = topology_.nic_per_node ? topology_.node_of.at(src) : src;
+  return 2 * topology_.endpoints() + owner;
+}
+
+int Network::ingress_port(int src, int dst) const {
+  const int e = topology_.endpoints();
+  if (topology_.same_node(src, dst)) return e + dst;
+  const int owner = topology_.nic_per_node ? topology_.node_of.at(dst) : dst;
+  return 2 * e + inter_owners_ + owner;
+}
+
+void Network::mark_dirty(int port) {
+  Port& p = ports_[static_cast<std::size_t>(port)];
+  if (!p.dirty) {
+    p.dirty = true;
+    dirty_.push_back(port);
+  }
+}
+
+int Network::start(int src, int dst, std::size_t bytes, double now) {
+  GRADEX_ENFORCE(limited(src, dst), "flow on an unlimited link ", src, " -> ", dst);
+  int id;
+  if (!free_flows_.empty()) {
+    id = free_flows_.back();
+    free_flows_.pop_back();
+  } else {
+    id = static_cast<int>(flows_.size());
+    flows_.emplace_back();
+  }
+  Flow& f = flows_[static_cast<std::size_t>(id)];
+  const std::uint64_t version = f.version + 1;
+  f = Flow{egress_port(src, dst), ingress_port(src, dst), static_cast<double>(bytes), 0, now,
+           version, true};
+  ports_[static_cast<std::size_t>(f.egress)].flows.push_back(id);
+  ports_[static_cast<std::size_t>(f.ingress)].flows.push_back(id);
+  mark_dirty(f.egress);
+  mark_dirty(f.ingress);
+  ++active_;
+  return id;
+}
+
+void Network::detach(int port, int flow) {
+  auto& list = ports_[static_cast<std::size_t>(port)].flows;
+  list.erase(std::find(list.begin(), list.end(), flow));
+  mark_dirty(port);
+}
+
+bool Network::finish(int flow, std::uint64_t version, double /*now*/) {
+  Flow& f = flows_[static_cast<std::size_t>(flow)];
+  if (!f.active || f.version != version) return false;
+  f.active = false;
+  detach(f.egress, flow);
+  detach(f.ingress, flow);
+  free_flows_.push_back(flow);
+  --active_;
+  return true;
+}
+
+void Network::settle(double now) {
+  if (dirty_.empty()) return;
+  ++stamp_;
+  std::vector<int> ports;
+  std::vector<int> flows;
+  std::vector<int> stack;
+  for (int seed : dirty_) {
+    ports_[static_cast<std::size_t>(seed)].dirty = false;
+    if (ports_[static_cast<std::size_t>(seed)].mark == stamp_) continue;
+    // The connected component of `seed` (ports joined by shared flows):
+    // only these rates can have changed.
+    ports.clear();
+    flows.clear();
+    stack.assign(1, seed);
+    ports_[static_cast<std::size_t>(seed)].mark = stamp_;
+    while (!stack.empty()) {
+      const int p = stack.back();
+      stack.pop_back();
+      ports.push_back(p);
+      for (int id : ports_[static_cast<std::size_t>(p)].flows) {
+        const Flow& f = flows_[static_cast<std::size_t>(id)];
+        const int other = f.egress == p ? f.ingress : f.egress;
+        if (f.egress == p) flows.push_back(id);  // each flow once, via its egress
+        if (ports_[static_cast<std::size_t>(other)].mark != stamp_) {
+          ports_[static_cast<std::size_t>(other)].mark = stamp_;
+          stack.push_back(other);
+        }
+      }
+    }
+    rebalance(ports, flows, now);
+  }
+  dirty_.clear();
+}
+
+// Max-min fair rates by progressive filling: the port offering the smallest
+// equal share to its unfrozen flows fixes their rate; subtract it from
+// their other ports and repeat.
+void Network::rebalance(const std::vector<int>& ports, const std::vector<int>& flows, double now) {
+  struct Share {
+    double left;
+    int unfrozen;
+  };
+  std::vector<Share> share(ports.size());
+  for (std::size_t i = 0; i < ports.size(); ++i) {
+    const Port& p = ports_[static_cast<std::size_t>(ports[i])];
+    share[i] = {p.capacity, static_cast<int>(p.flows.size())};
+  }
+  // Global port and flow ids -> slots in this component, by binary search.
+  std::vector<std::pair<int, int>> index(ports.size());
+  for (std::size_t i = 0; i < ports.size(); ++i) index[i] = {ports[i], static_cast<int>(i)};
+  std::sort(index.begin(), index.end());
+  auto slot = [&](int port) {
+    return std::lower_bound(index.begin(), index.end(), std::make_pair(port, -1))->second;
+  };
+
+  std::vector<char> frozen(flows.size(), 0);
+  std::vector<std::pair<int, int>> flow_index(flows.size());
+  for (std::size_t i = 0; i < flows.size(); ++i) flow_index[i] = {flows[i], static_cast<int>(i)};
+  std::sort(flow_index.begin(), flow_index.end());
+  auto flow_slot = [&](int id) {
+    return std::lower_bound(flow_index.begin(), flow_index.end(), std::make_pair(id, -1))->second;
+  };
+  std::vector<double> rate(flows.size(), 0);
+
+  std::size_t remaining = flows.size();
+  while (remaining > 0) {
+    std::size_t best = ports.size();
+    double best_share = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < ports.size(); ++i) {
+      if (share[i].unfrozen == 0) continue;
+      const double s = share[i].left / share[i].unfrozen;
+      if (s < best_share) {
+        best_share = s;
+        best = i;
+      }
+    }
+    GRADEX_ENFORCE(best < ports.size(), "max-min filling found no bottleneck");
+    for (int id : ports_[static_cast<std::size_t>(ports[best])].flows) {
+      const int fs = flow_slot(id);
+      if (frozen[static_cast<std::size_t>(fs)]) continue;
+      frozen[static_cast<std::size_t>(fs)] = 1;
+      rate[static_cast<std::size_t>(fs)] = best_share;
+      --remaining;
+      const Flow& f = flows_[static_cast<std::size_t>(id)];
+      for (int p : {f.egress, f.ingress}) {
+        Share& s = share[static_cast<std::size_t>(slot(p))];
+        s.left = std::max(0.0, s.left - best_share);
+        s.unfrozen -= 1;
+      }
+    }
+  }
+
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    Flow& f = flows_[static_cast<std::size_t>(flows[i])];
+    // Unchanged (up to rounding in the filling): its completion stands.
+    // Rescheduling on every last-bit difference would flood the event
+    // queue on large connected components (a pipelined tree).
+    if (std::abs(f.rate - rate[i]) <= 1e-9 * rate[i]) continue;
+    f.remaining = std::max(0.0, f.remaining - f.rate * (now - f.updated));
+    f.updated = now;
+    f.rate = rate[i];
+    f.version += 1;
+    schedule_(now + f.remaining / f.rate, flows[i], f.version);
+  }
+}
+
+}  // namespace gradex::sim
