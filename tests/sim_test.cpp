@@ -181,9 +181,9 @@ TEST(SimFailures, DeadlockNamesTheStuckRanks) {
   } catch (const TimeoutError& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("deadlock"), std::string::npos) << what;
-    EXPECT_NE(what.find("rank 0 waits to receive from rank 1 (tag 7, 8 bytes)"), std::string::npos)
+    EXPECT_NE(what.find("rank 0 is waiting to receive from rank 1 (tag 7, 8 bytes)"), std::string::npos)
         << what;
-    EXPECT_NE(what.find("rank 1 waits to receive from rank 0"), std::string::npos) << what;
+    EXPECT_NE(what.find("rank 1 is waiting to receive from rank 0"), std::string::npos) << what;
   }
 }
 

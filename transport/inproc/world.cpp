@@ -16,41 +16,26 @@
 
 #include "common/clock.h"
 #include "common/errors.h"
+#include "transport/matching.h"
 
 namespace gradex {
 
 namespace {
 
-enum class OpKind { send, recv, recv_reduce };
+using transport::OpKind;
 
-// One posted operation. Exactly one thread (the one that completes the
-// match) moves the data; the owner only waits for `done`.
-struct Op final : RequestState {
-  OpKind kind = OpKind::send;
-  int owner = 0;  // rank that waits on this op
-  int peer = 0;
-  Tag tag = 0;
-  const void* src = nullptr;  // send: the payload
-  void* dst = nullptr;        // recv: the landing buffer
-  std::size_t bytes = 0;
-  Tensor reduce_dst;  // recv_reduce: combine into this
-  ReduceOp op = ReduceOp::sum;
-  double not_before = 0;  // shaped completion time (clock seconds)
-  double arrival = 0;     // send: when the receiver may complete
-  // Set (release) under the owner's RankSync mutex, after `error`; read
-  // without it by a waiter that polls.
-  std::atomic<bool> done{false};
-  std::string error;  // set before done when the match was invalid
+struct Op final : transport::Op {
+  double arrival = 0;  // send: when the shaped link delivers it
 };
-
 using OpPtr = std::shared_ptr<Op>;
 
-// Unmatched operations addressed to one receiver, keyed by (source, tag);
-// FIFO per key gives MPI's non-overtaking order.
+// Unmatched operations addressed to one receiver: its posted receives, and
+// the posted sends no receive took yet (rendezvous: the receive copies
+// straight from the sender's buffer). Exactly one thread, the one that
+// completes a match, moves the data; the owners only wait for `done`.
 struct Mailbox {
   std::mutex mutex;
-  std::map<std::pair<int, Tag>, std::deque<OpPtr>> sends;
-  std::map<std::pair<int, Tag>, std::deque<OpPtr>> recvs;
+  transport::Matcher<OpPtr, OpPtr> queues;
 };
 
 // Where a rank sleeps while it waits.
@@ -72,9 +57,7 @@ struct InprocWorld::Impl {
   std::vector<std::unique_ptr<InprocComm>> comms;
 
   std::atomic<bool> aborted{false};
-  std::atomic<int> failed{-1};
-  std::mutex abort_mutex;
-  std::string abort_reason;
+  transport::FirstFailure failure;
   // Transfers between claiming a match and marking it done; a failing rank
   // drains these before unwinding so no copy lands in freed memory.
   std::atomic<int> in_flight{0};
@@ -101,46 +84,27 @@ class InprocComm final : public Comm {
  protected:
   std::shared_ptr<RequestState> start_send(int peer, const void* data, std::size_t bytes,
                                            Tag tag) override {
-    auto op = std::make_shared<Op>();
-    op->kind = OpKind::send;
-    op->owner = rank_;
-    op->peer = peer;
-    op->tag = tag;
-    op->src = data;
-    op->bytes = bytes;
+    auto op = transport::make_send<Op>(rank_, peer, data, bytes, tag);
     if (world_.shaper) {
       const auto t = world_.shaper->reserve(rank_, peer, bytes, clock().now());
       op->not_before = t.sender_free;
       op->arrival = t.arrival;
     }
-    post(peer, rank_, op, /*is_send=*/true);
+    post(op);
     return op;
   }
 
   std::shared_ptr<RequestState> start_recv(int peer, void* data, std::size_t bytes,
                                            Tag tag) override {
-    auto op = std::make_shared<Op>();
-    op->kind = OpKind::recv;
-    op->owner = rank_;
-    op->peer = peer;
-    op->tag = tag;
-    op->dst = data;
-    op->bytes = bytes;
-    post(rank_, peer, op, /*is_send=*/false);
+    auto op = transport::make_recv<Op>(rank_, peer, data, bytes, tag);
+    post(op);
     return op;
   }
 
   std::shared_ptr<RequestState> start_recv_reduce(int peer, Tensor dst, ReduceOp rop,
                                                   Tag tag) override {
-    auto op = std::make_shared<Op>();
-    op->kind = OpKind::recv_reduce;
-    op->owner = rank_;
-    op->peer = peer;
-    op->tag = tag;
-    op->reduce_dst = dst;
-    op->bytes = dst.bytes();
-    op->op = rop;
-    post(rank_, peer, op, /*is_send=*/false);
+    auto op = transport::make_recv_reduce<Op>(rank_, peer, dst, rop, tag);
+    post(op);
     return op;
   }
 
@@ -152,14 +116,14 @@ class InprocComm final : public Comm {
     if (!poll(op, deadline)) {
       std::unique_lock lock(sync.mutex);
       sync.cv.wait_until(lock, deadline,
-                         [&] { return op.done.load() || world_.aborted.load(); });
-      if (!op.done.load()) {
+                         [&] { return op.finished() || world_.aborted.load(); });
+      if (!op.finished()) {
         lock.unlock();
         if (world_.aborted.load()) world_.throw_aborted(rank_);
         time_out(op, "");
       }
     }
-    if (world_.aborted.load() && !op.done.load()) world_.throw_aborted(rank_);
+    if (world_.aborted.load() && !op.finished()) world_.throw_aborted(rank_);
     if (!op.error.empty()) throw InvariantError(op.error);
     // Shaped: the message is not through the modelled NIC yet. That wait
     // is part of this one and ends by the same deadline.
@@ -171,10 +135,7 @@ class InprocComm final : public Comm {
 
  private:
   [[noreturn]] void time_out(const Op& op, const std::string& note) {
-    const std::string what = detail::concat(
-        "rank ", rank_, ": timed out after ", world_.options.timeout.count(), " ms waiting to ",
-        op.kind == OpKind::send ? "send to" : "receive from", " rank ", op.peer, " (tag ",
-        op.tag, ", ", op.bytes, " bytes)", note);
+    const std::string what = transport::timeout_text(rank_, world_.options.timeout, op, note);
     owner_.abort(rank_, what);
     world_.drain_transfers();
     throw TimeoutError(what);
@@ -189,37 +150,33 @@ class InprocComm final : public Comm {
   bool poll(const Op& op, std::chrono::steady_clock::time_point deadline) const {
     const auto until = std::min(deadline, std::chrono::steady_clock::now() + world_.options.spin);
     while (true) {
-      if (op.done.load(std::memory_order_acquire) || world_.aborted.load()) return true;
+      if (op.finished() || world_.aborted.load()) return true;
       if (std::chrono::steady_clock::now() >= until) return false;
       sched_yield();
     }
   }
 
-  // Matches `op` against the opposite queue of receiver `dst_rank`'s mailbox
-  // for messages from `src_rank`, or queues it.
-  void post(int dst_rank, int src_rank, const OpPtr& op, bool is_send) {
-    Mailbox& box = world_.mailboxes[static_cast<std::size_t>(dst_rank)];
-    OpPtr match;
+  // Matches a send against the receives posted at its receiver, or a
+  // receive against the sends addressed to its owner; queues it if nothing
+  // matches.
+  void post(const OpPtr& op) {
+    const bool is_send = op->kind == OpKind::send;
+    const int receiver = is_send ? op->peer : rank_;
+    const int sender = is_send ? rank_ : op->peer;
+    Mailbox& box = world_.mailboxes[static_cast<std::size_t>(receiver)];
+    std::optional<OpPtr> match;
     {
       std::lock_guard lock(box.mutex);
       if (world_.aborted.load()) world_.throw_aborted(rank_);
-      const auto key = std::make_pair(src_rank, op->tag);
-      auto& opposite = is_send ? box.recvs : box.sends;
-      auto it = opposite.find(key);
-      if (it != opposite.end() && !it->second.empty()) {
-        match = std::move(it->second.front());
-        it->second.pop_front();
-        if (it->second.empty()) opposite.erase(it);
-        world_.in_flight.fetch_add(1);
-      } else {
-        (is_send ? box.sends : box.recvs)[key].push_back(op);
-        return;
-      }
+      match = is_send ? box.queues.post_arrival(sender, op->tag, op)
+                      : box.queues.post_receive(sender, op->tag, op);
+      if (!match) return;
+      world_.in_flight.fetch_add(1);
     }
     if (is_send) {
-      world_.transfer(*op, *match);
+      world_.transfer(*op, **match);
     } else {
-      world_.transfer(*match, *op);
+      world_.transfer(**match, *op);
     }
     world_.in_flight.fetch_sub(1);
   }
@@ -244,32 +201,16 @@ void InprocWorld::Impl::complete(Op& op, std::string error) {
   RankSync& s = sync[static_cast<std::size_t>(op.owner)];
   {
     std::lock_guard lock(s.mutex);
-    op.error = std::move(error);
-    op.done.store(true, std::memory_order_release);
+    op.finish(std::move(error));
   }
   s.cv.notify_all();
 }
 
 void InprocWorld::Impl::transfer(Op& send, Op& recv) {
-  if (send.bytes != recv.bytes) {
-    const std::string what = detail::concat(
-        "message size mismatch: rank ", send.owner, " sent ", send.bytes, " bytes to rank ",
-        recv.owner, " which expected ", recv.bytes, " bytes (tag ", send.tag, ")");
-    complete(send, what);
-    complete(recv, what);
-    return;
-  }
-  if (send.bytes > 0) {
-    if (recv.kind == OpKind::recv_reduce) {
-      const Tensor& d = recv.reduce_dst;
-      reduce_into(d.data, send.src, d.count, d.dtype, recv.op);
-    } else {
-      std::memcpy(recv.dst, send.src, send.bytes);
-    }
-  }
+  const std::string error = transport::deliver(recv, send.owner, send.src, send.bytes);
   recv.not_before = send.arrival;
-  complete(send);
-  complete(recv);
+  complete(send, error);
+  complete(recv, error);
 }
 
 void InprocWorld::Impl::drain_transfers() const {
@@ -278,13 +219,9 @@ void InprocWorld::Impl::drain_transfers() const {
 
 void InprocWorld::Impl::throw_aborted(int me) {
   drain_transfers();
-  std::string reason;
-  {
-    std::lock_guard lock(abort_mutex);
-    reason = abort_reason;
-  }
-  const int who = failed.load();
-  throw PeerLostError(who, detail::concat("rank ", me, ": peer rank ", who, " failed: ", reason));
+  const int who = failure.rank();
+  throw PeerLostError(who,
+                      detail::concat("rank ", me, ": peer rank ", who, " failed: ", failure.why()));
 }
 
 InprocWorld::InprocWorld(int size, InprocOptions options) {
@@ -304,16 +241,13 @@ Comm& InprocWorld::comm(int rank) {
   return *impl_->comms[static_cast<std::size_t>(rank)];
 }
 
-int InprocWorld::failed_rank() const { return impl_->failed.load(); }
+int InprocWorld::failed_rank() const {
+  return impl_->failure.failed() ? impl_->failure.rank() : -1;
+}
 
 void InprocWorld::abort(int failed_rank, const std::string& why) noexcept {
   try {
-    {
-      std::lock_guard lock(impl_->abort_mutex);
-      if (impl_->aborted.load()) return;
-      impl_->abort_reason = why;
-      impl_->failed.store(failed_rank);
-    }
+    if (!impl_->failure.record(failed_rank, why)) return;
     // Set the flag under every mailbox lock so no new match is claimed
     // after it, then wake every waiter.
     for (Mailbox& box : impl_->mailboxes) {

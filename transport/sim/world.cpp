@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/errors.h"
+#include "transport/matching.h"
 #include "transport/sim/fiber.h"
 #include "transport/sim/network.h"
 
@@ -17,19 +18,11 @@ namespace gradex::sim {
 
 namespace {
 
+using transport::OpKind;
+
 // A posted send, receive, receive-reduce, or a sleep (timer).
-struct SimOp final : RequestState {
-  enum Kind { send, recv, recv_reduce, timer } kind = send;
-  int owner = 0;
-  int peer = 0;
-  Tag tag = 0;
-  std::size_t bytes = 0;
-  const void* src = nullptr;
-  void* dst = nullptr;
-  Tensor reduce_dst;
-  ReduceOp op = ReduceOp::sum;
-  bool done = false;
-  std::string error;  // set with done when the match was invalid
+struct SimOp final : transport::Op {
+  bool timer = false;
 };
 using OpPtr = std::shared_ptr<SimOp>;
 
@@ -61,11 +54,10 @@ struct Later {
   }
 };
 
-using Key = std::pair<int, Tag>;  // (source rank, tag)
-
 struct RankState {
-  std::map<Key, std::deque<MessagePtr>> unmatched_sends;  // addressed to this rank
-  std::map<Key, std::deque<OpPtr>> unmatched_recvs;       // posted by this rank
+  // Receives posted by this rank, and messages addressed to it that no
+  // receive took yet.
+  transport::Matcher<OpPtr, MessagePtr> queues;
   const SimOp* waiting_on = nullptr;  // set while blocked
   bool blocked = false;
 };
@@ -102,8 +94,7 @@ struct SimWorld::Impl {
     events.push(std::move(e));
   }
   void complete(SimOp& op, std::string error = {}) {
-    op.done = true;
-    op.error = std::move(error);
+    op.finish(std::move(error));
     RankState& r = ranks[static_cast<std::size_t>(op.owner)];
     if (r.blocked) {
       r.blocked = false;
@@ -135,14 +126,14 @@ class SimClock final : public Clock {
   void sleep_until(double t) override {
     if (t <= world_.now) return;
     auto op = std::make_shared<SimOp>();
-    op->kind = SimOp::timer;
+    op->timer = true;
     op->owner = rank_;
     Event e;
     e.kind = Event::wake;
     e.time = t;
     e.timer = op;
     world_.push(std::move(e));
-    while (!op->done) world_.block(rank_, *op);
+    while (!op->finished()) world_.block(rank_, *op);
   }
 
  private:
@@ -165,41 +156,32 @@ class SimComm final : public Comm {
  protected:
   std::shared_ptr<RequestState> start_send(int peer, const void* data, std::size_t bytes,
                                            Tag tag) override {
-    auto op = make(SimOp::send, peer, bytes, tag);
-    op->src = data;
-    world_.post_send(op);
+    auto op = transport::make_send<SimOp>(rank_, peer, data, bytes, tag);
+    world_.post_send(checked(op));
     return op;
   }
   std::shared_ptr<RequestState> start_recv(int peer, void* data, std::size_t bytes,
                                            Tag tag) override {
-    auto op = make(SimOp::recv, peer, bytes, tag);
-    op->dst = data;
-    world_.post_recv(op);
+    auto op = transport::make_recv<SimOp>(rank_, peer, data, bytes, tag);
+    world_.post_recv(checked(op));
     return op;
   }
   std::shared_ptr<RequestState> start_recv_reduce(int peer, Tensor dst, ReduceOp rop,
                                                   Tag tag) override {
-    auto op = make(SimOp::recv_reduce, peer, dst.bytes(), tag);
-    op->reduce_dst = dst;
-    op->op = rop;
-    world_.post_recv(op);
+    auto op = transport::make_recv_reduce<SimOp>(rank_, peer, dst, rop, tag);
+    world_.post_recv(checked(op));
     return op;
   }
   void wait_state(RequestState& state) override {
     auto& op = static_cast<SimOp&>(state);
-    while (!op.done) world_.block(rank_, op);
+    while (!op.finished()) world_.block(rank_, op);
     if (!op.error.empty()) throw InvariantError(op.error);
   }
 
  private:
-  OpPtr make(SimOp::Kind kind, int peer, std::size_t bytes, Tag tag) {
+  // Nothing is posted once the world failed.
+  const OpPtr& checked(const OpPtr& op) const {
     if (world_.aborted) world_.throw_aborted(rank_);
-    auto op = std::make_shared<SimOp>();
-    op->kind = kind;
-    op->owner = rank_;
-    op->peer = peer;
-    op->bytes = bytes;
-    op->tag = tag;
     return op;
   }
 
@@ -245,30 +227,12 @@ void SimWorld::Impl::post_send(const OpPtr& op) {
     push(std::move(e));
   }
   RankState& receiver = ranks[static_cast<std::size_t>(m->dst)];
-  const Key key{m->src, op->tag};
-  auto it = receiver.unmatched_recvs.find(key);
-  if (it != receiver.unmatched_recvs.end()) {
-    OpPtr recv = std::move(it->second.front());
-    it->second.pop_front();
-    if (it->second.empty()) receiver.unmatched_recvs.erase(it);
-    match(m, recv);
-  } else {
-    receiver.unmatched_sends[key].push_back(std::move(m));
-  }
+  if (auto recv = receiver.queues.post_arrival(m->src, op->tag, m)) match(m, *recv);
 }
 
 void SimWorld::Impl::post_recv(const OpPtr& op) {
   RankState& me = ranks[static_cast<std::size_t>(op->owner)];
-  const Key key{op->peer, op->tag};
-  auto it = me.unmatched_sends.find(key);
-  if (it != me.unmatched_sends.end()) {
-    MessagePtr m = std::move(it->second.front());
-    it->second.pop_front();
-    if (it->second.empty()) me.unmatched_sends.erase(it);
-    match(m, op);
-  } else {
-    me.unmatched_recvs[key].push_back(op);
-  }
+  if (auto m = me.queues.post_receive(op->peer, op->tag, op)) match(*m, op);
 }
 
 // The pair is decided: move real data now (the sender's buffer is still
@@ -276,22 +240,12 @@ void SimWorld::Impl::post_recv(const OpPtr& op) {
 // and complete whichever side's time has already come.
 void SimWorld::Impl::match(const MessagePtr& m, const OpPtr& recv) {
   SimOp& send = *m->send;
-  if (send.bytes != recv->bytes) {
-    const std::string what = detail::concat(
-        "message size mismatch: rank ", send.owner, " sent ", send.bytes, " bytes to rank ",
-        recv->owner, " which expected ", recv->bytes, " bytes (tag ", send.tag, ")");
-    complete(send, what);
-    complete(*recv, what);
+  if (std::string error = transport::deliver(*recv, send.owner, send.src, send.bytes);
+      !error.empty()) {
+    complete(send, error);
+    complete(*recv, error);
     m->send = nullptr;
     return;
-  }
-  if (send.bytes > 0 && send.src != nullptr) {
-    if (recv->kind == SimOp::recv_reduce && recv->reduce_dst.data != nullptr) {
-      const Tensor& d = recv->reduce_dst;
-      reduce_into(d.data, send.src, d.count, d.dtype, recv->op);
-    } else if (recv->kind == SimOp::recv && recv->dst != nullptr) {
-      std::memcpy(recv->dst, send.src, send.bytes);
-    }
   }
   m->recv = recv;
   m->matched = true;
@@ -396,9 +350,8 @@ std::string SimWorld::Impl::describe_stuck() const {
     ++stuck;
     if (listed++ >= 16) continue;  // the first few say enough
     const SimOp& op = *s.waiting_on;
-    const char* what = op.kind == SimOp::send ? "send to" : "receive from";
-    out += detail::concat(out.empty() ? "" : "; ", "rank ", r, " waits to ", what, " rank ",
-                          op.peer, " (tag ", op.tag, ", ", op.bytes, " bytes)");
+    out += detail::concat(out.empty() ? "" : "; ", "rank ", r, " is ",
+                          op.timer ? "sleeping" : transport::waiting_for(op));
   }
   if (stuck > listed) out += detail::concat("; and ", stuck - listed, " more");
   return detail::concat("simulated deadlock at t=", now, " s: ", stuck,

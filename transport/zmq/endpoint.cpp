@@ -1,28 +1,33 @@
 #include "transport/zmq/endpoint.h"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <zmq.h>
 
+#include <algorithm>
 #include <array>
-#include <atomic>
-#include <condition_variable>
+#include <chrono>
+#include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <deque>
 #include <map>
 #include <optional>
-#include <mutex>
-#include <thread>
 
 #include "common/clock.h"
 #include "common/errors.h"
-#include "transport/port_shaper.h"
+#include "transport/tcp/mesh.h"
 #include "transport/wire/auth.h"
 #include "transport/wire/frame.h"
-#include "transport/tcp/mesh.h"
 #include "transport/zmq/curve.h"
 
 namespace gradex {
 
+using transport::Early;
+using transport::OpPtr;
+using transport::Outgoing;
+using transport::OutgoingPtr;
 using wire::Ack;
 using wire::AckStatus;
 using wire::FrameHeader;
@@ -31,40 +36,16 @@ using wire::Hello;
 
 namespace {
 
-enum class OpKind { send, recv, recv_reduce };
-
 // How long a disconnection waits for the peer's abort notice (see
-// blame_lost_peers); the receiving thread polls at 50 ms.
+// blame_lost_peers).
 constexpr auto kAbortNoticeGrace = std::chrono::milliseconds(250);
-
-struct Op final : RequestState {
-  OpKind kind = OpKind::send;
-  int peer = 0;
-  Tag tag = 0;
-  void* dst = nullptr;
-  std::size_t bytes = 0;
-  Tensor reduce_dst;
-  ReduceOp rop = ReduceOp::sum;
-  double not_before = 0;
-  // Guarded by Impl::mutex.
-  bool done = false;
-  std::string error;
-};
-using OpPtr = std::shared_ptr<Op>;
-
-// A received message whose receive is not posted yet: libzmq's memory,
-// kept as is until the receive copies it out.
-struct Early {
-  zmq_msg_t msg;
-  double arrival = 0;
-  Early() { zmq_msg_init(&msg); }
-  ~Early() { zmq_msg_close(&msg); }
-  Early(const Early&) = delete;
-  Early& operator=(const Early&) = delete;
-  std::size_t bytes() { return zmq_msg_size(&msg); }
-  const void* data() { return zmq_msg_data(&msg); }
-};
-using EarlyPtr = std::shared_ptr<Early>;
+// The longest a wait blocks in zmq_poll before it looks at the monitors
+// again (see progress()).
+constexpr auto kMonitorPeriod = std::chrono::milliseconds(50);
+// Payloads up to this size are copied into libzmq's message (the send
+// completes at once); longer ones are lent to libzmq (zero-copy) and the
+// send completes when libzmq gives the buffer back.
+constexpr std::size_t kCopyBytes = std::size_t{64} << 10;
 
 std::string zmq_error(const char* doing) {
   return std::string(doing) + ": " + zmq_strerror(zmq_errno());
@@ -99,152 +80,105 @@ bool recv_parts(void* socket, std::vector<zmq_msg_t>& parts, std::size_t max) {
   return true;
 }
 
+// A received payload kept as libzmq delivered it, until a receive copies it
+// out (no copy on arrival).
+struct ZmqMessage {
+  zmq_msg_t msg;
+  ZmqMessage() { zmq_msg_init(&msg); }
+  ~ZmqMessage() { zmq_msg_close(&msg); }
+  ZmqMessage(const ZmqMessage&) = delete;
+  ZmqMessage& operator=(const ZmqMessage&) = delete;
+};
+
+// What libzmq's I/O thread needs to complete a zero-copy send: the send,
+// and the descriptor that wakes the waiting thread.
+struct Lent {
+  OpPtr op;
+  int wake_fd;
+};
+
+void returned(void* /*data*/, void* hint) {
+  auto* lent = static_cast<Lent*>(hint);
+  lent->op->finish();
+  const std::uint64_t one = 1;
+  (void)!::write(lent->wake_fd, &one, sizeof one);
+  delete lent;
+}
+
 }  // namespace
 
+// Everything here belongs to the thread that uses the endpoint, except
+// the sends lent to libzmq, which its I/O thread completes (an atomic flag,
+// then a write to `wake_fd`, which the waiting thread polls too).
 struct ZmqEndpoint::Impl {
+  ZmqEndpoint& self;
   int rank;
   int size;
-  EndpointOptions options;
-  std::optional<PortShaper> shaper;
 
   void* ctx = nullptr;
   void* router = nullptr;
-  std::vector<void*> dealers;   // per peer; used by the rank's own thread
-  std::vector<void*> monitors;  // per peer; used by the receiving thread
+  std::vector<void*> dealers;   // per peer
+  std::vector<void*> monitors;  // per peer: its DEALER's disconnections
+  int wake_fd = -1;
   std::string advertised;
-  std::thread io_thread;
-  std::atomic<bool> stopping{false};
-  std::vector<zmq_msg_t> parts;  // receiving thread's scratch
+  std::vector<zmq_msg_t> parts;  // the message being read from the ROUTER
   // The ROUTER's routing id of each admitted peer's DEALER. libzmq assigns
   // the ids itself, and one is tied to a rank only once its peer proved it
-  // holds the token, so a stranger cannot claim a rank's id. Written by
-  // connect() before the receiving thread starts, read-only afterwards.
+  // holds the token, so a stranger cannot claim a rank's id.
   std::map<std::string, int> rank_of;
-  // When each peer's disconnection was seen (receiving thread only).
+  // When each peer's disconnection was seen, until it is judged.
   std::vector<std::optional<std::chrono::steady_clock::time_point>> lost_at;
+  std::vector<zmq_pollitem_t> items;  // progress()'s poll set
 
-  std::mutex mutex;
-  std::condition_variable cv;
-  using Key = std::pair<int, Tag>;
-  std::map<Key, std::deque<OpPtr>> posted;
-  std::map<Key, std::deque<EarlyPtr>> early;
-  std::vector<char> said_bye;
-  bool failed = false;
-  int failed_peer = -1;
-  std::string failure;
-  bool closed = false;
-
-  Impl(int r, int n, EndpointOptions o) : rank(r), size(n), options(std::move(o)) {}
+  Impl(ZmqEndpoint& s, int r, int n)
+      : self(s), rank(r), size(n), dealers(static_cast<std::size_t>(n), nullptr),
+        monitors(dealers), lost_at(static_cast<std::size_t>(n)) {}
 
   ~Impl() {
     for (auto& p : parts) zmq_msg_close(&p);
-  }
-
-  void complete(Op& op, std::string error = {}) {
-    {
-      std::lock_guard lock(mutex);
-      op.error = std::move(error);
-      op.done = true;
-    }
-    cv.notify_all();
-  }
-
-  void fail(int peer, const std::string& why) {
-    {
-      std::lock_guard lock(mutex);
-      if (failed) return;
-      failed = true;
-      failed_peer = peer;
-      failure = why;
-    }
-    cv.notify_all();
-  }
-
-  // libzmq places a received payload wherever its buffer has room, so it
-  // may not be aligned for the element type: such payloads are combined
-  // through an aligned bounce buffer, a cache-sized chunk at a time.
-  static void reduce_unaligned(const Tensor& dst, const void* src, ReduceOp op) {
-    const std::size_t elem = dtype_size(dst.dtype);
-    if (reinterpret_cast<std::uintptr_t>(src) % elem == 0) {
-      return reduce_into(dst.data, src, dst.count, dst.dtype, op);
-    }
-    constexpr std::size_t kChunkElems = 64 * 1024;
-    std::vector<std::byte> bounce(std::min(dst.count, kChunkElems) * elem);
-    for (std::size_t done = 0; done < dst.count; done += kChunkElems) {
-      const std::size_t n = std::min(kChunkElems, dst.count - done);
-      std::memcpy(bounce.data(), static_cast<const std::byte*>(src) + done * elem, n * elem);
-      reduce_into(static_cast<std::byte*>(dst.data) + done * elem, bounce.data(), n, dst.dtype, op);
-    }
-  }
-
-  // Under `mutex`: copies or combines a message into a receive.
-  static void deliver(Op& op, const void* data, std::size_t bytes, double arrival) {
-    if (op.bytes != bytes) {
-      op.error = detail::concat("message size mismatch: rank ", op.peer, " sent ", bytes,
-                                " bytes, the receive expected ", op.bytes, " (tag ", op.tag, ")");
-    } else if (op.kind == OpKind::recv_reduce) {
-      reduce_unaligned(op.reduce_dst, data, op.rop);
-    } else if (bytes > 0) {
-      std::memcpy(op.dst, data, bytes);
-    }
-    op.not_before = std::max(op.not_before, arrival);
-    op.done = true;
+    shutdown(0);
+    // After the context: libzmq gives back every lent buffer by then.
+    if (wake_fd >= 0) ::close(wake_fd);
   }
 
   // A message on the ROUTER from `peer` (already admitted): header + payload.
   void on_frame(int peer) {
     if (parts.size() != 3 || zmq_msg_size(&parts[1]) != FrameHeader::kBytes) {
-      return fail(peer, detail::concat("rank ", rank, ": malformed message from rank ", peer));
+      return self.fail(peer, detail::concat("rank ", rank, ": malformed message from rank ", peer));
     }
     FrameHeader::Bytes raw;
     std::memcpy(raw.data(), zmq_msg_data(&parts[1]), raw.size());
     FrameHeader h;
-    if (auto bad = FrameHeader::decode(raw, options.max_message_bytes, h)) {
-      return fail(peer, detail::concat("rank ", rank, ": bad frame from rank ", peer, ": ", *bad));
+    if (auto bad = FrameHeader::decode(raw, self.options().max_message_bytes, h)) {
+      return self.fail(peer, detail::concat("rank ", rank, ": bad frame from rank ", peer, ": ", *bad));
     }
     zmq_msg_t& payload = parts[2];
     if (zmq_msg_size(&payload) != h.length) {
-      return fail(peer, detail::concat("rank ", rank, ": frame from rank ", peer,
-                                       " announces ", h.length, " bytes but carries ",
-                                       zmq_msg_size(&payload)));
+      return self.fail(peer, detail::concat("rank ", rank, ": frame from rank ", peer,
+                                            " announces ", h.length, " bytes but carries ",
+                                            zmq_msg_size(&payload)));
     }
     switch (h.kind) {
-      case FrameKind::bye: {
-        {
-          std::lock_guard lock(mutex);
-          said_bye[static_cast<std::size_t>(peer)] = 1;
-        }
-        cv.notify_all();
-        return;
-      }
-      case FrameKind::abort: {
-        const std::string why(static_cast<const char*>(zmq_msg_data(&payload)), h.length);
-        const int who = static_cast<int>(h.tag);
-        return fail(who, detail::concat("rank ", rank, ": rank ", who, " failed (reported by rank ",
-                                        peer, "): ", why));
-      }
+      case FrameKind::bye: return self.on_bye(peer);
+      case FrameKind::abort:
+        return self.on_abort_notice(
+            peer, static_cast<int>(h.tag),
+            std::string(static_cast<const char*>(zmq_msg_data(&payload)), h.length));
       case FrameKind::data: break;
     }
-    bool woke = false;
-    {
-      std::lock_guard lock(mutex);
-      if (failed) return;
-      const double arrival = shaper ? shaper->ingress(peer, h.length, h.egress_start) : 0.0;
-      auto it = posted.find({peer, h.tag});
-      if (it != posted.end()) {
-        OpPtr op = std::move(it->second.front());
-        it->second.pop_front();
-        if (it->second.empty()) posted.erase(it);
-        deliver(*op, zmq_msg_data(&payload), h.length, arrival);
-        woke = true;
-      } else {
-        auto e = std::make_shared<Early>();
-        zmq_msg_move(&e->msg, &payload);
-        e->arrival = arrival;
-        early[{peer, h.tag}].push_back(std::move(e));
-      }
-    }
-    if (woke) cv.notify_all();
+    if (self.failed()) return;
+    auto landing = self.land(peer, h);
+    if (landing.receive) return receive_done(*landing.receive, zmq_msg_data(&payload), h.length);
+    if (landing.discard) return;
+    auto kept = std::make_shared<ZmqMessage>();
+    zmq_msg_move(&kept->msg, &payload);
+    auto early = std::make_shared<Early>();
+    early->data = static_cast<std::byte*>(zmq_msg_data(&kept->msg));
+    early->storage = std::move(kept);
+    early->bytes = h.length;
+    early->arrival = landing.arrival;
+    early->complete = true;
+    self.keep_early(peer, h.tag, early);
   }
 
   std::string routing_id() const {
@@ -259,26 +193,32 @@ struct ZmqEndpoint::Impl {
     return it == rank_of.end() ? -1 : it->second;
   }
 
+  // Reads every event the monitor of our DEALER to `p` holds. Draining
+  // matters: libzmq signals a socket's descriptor only when its queue
+  // turns from empty to non-empty, so an event left unread would let a
+  // later one arrive without waking zmq_poll.
   void check_monitor(int p) {
-    zmq_msg_t event;
-    zmq_msg_init(&event);
-    if (zmq_msg_recv(&event, monitors[static_cast<std::size_t>(p)], ZMQ_DONTWAIT) < 0) {
+    void* monitor = monitors[static_cast<std::size_t>(p)];
+    while (true) {
+      zmq_msg_t event;
+      zmq_msg_init(&event);
+      if (zmq_msg_recv(&event, monitor, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&event);
+        return;
+      }
+      std::uint16_t id = 0;
+      if (zmq_msg_size(&event) >= 2) std::memcpy(&id, zmq_msg_data(&event), 2);
+      const bool more = zmq_msg_more(&event);
       zmq_msg_close(&event);
-      return;
+      if (more) {  // the endpoint address frame
+        zmq_msg_t address;
+        zmq_msg_init(&address);
+        zmq_msg_recv(&address, monitor, 0);
+        zmq_msg_close(&address);
+      }
+      auto& when = lost_at[static_cast<std::size_t>(p)];
+      if (id == ZMQ_EVENT_DISCONNECTED && !when) when = std::chrono::steady_clock::now();
     }
-    std::uint16_t id = 0;
-    if (zmq_msg_size(&event) >= 2) std::memcpy(&id, zmq_msg_data(&event), 2);
-    const bool more = zmq_msg_more(&event);
-    zmq_msg_close(&event);
-    if (more) {  // the endpoint address frame
-      zmq_msg_t address;
-      zmq_msg_init(&address);
-      zmq_msg_recv(&address, monitors[static_cast<std::size_t>(p)], 0);
-      zmq_msg_close(&address);
-    }
-    if (id != ZMQ_EVENT_DISCONNECTED) return;
-    auto& when = lost_at[static_cast<std::size_t>(p)];
-    if (!when) when = std::chrono::steady_clock::now();
   }
 
   // A peer that fails on purpose sends an abort notice (naming the root
@@ -288,47 +228,49 @@ struct ZmqEndpoint::Impl {
   void blame_lost_peers() {
     const auto now = std::chrono::steady_clock::now();
     for (int p = 0; p < size; ++p) {
-      const auto& when = lost_at[static_cast<std::size_t>(p)];
+      auto& when = lost_at[static_cast<std::size_t>(p)];
       if (!when || now - *when < kAbortNoticeGrace) continue;
-      {
-        std::lock_guard lock(mutex);
-        if (said_bye[static_cast<std::size_t>(p)] || closed) continue;
-      }
-      fail(p, detail::concat("rank ", rank, ": connection to rank ", p, " lost (disconnected)"));
+      when.reset();
+      self.lost(p, "disconnected");
     }
   }
 
-  // The receiving thread: polls the ROUTER and the monitors. The short
-  // poll period only bounds how fast it notices `stopping`.
-  void io_loop() {
-    std::vector<zmq_pollitem_t> items;
+  // Waits (at most until `until`) for the ROUTER, a monitor or a returned
+  // zero-copy buffer, and serves what arrived.
+  void progress(double until) {
+    if (router == nullptr) return;
+    items.clear();
     items.push_back({router, 0, ZMQ_POLLIN, 0});
+    items.push_back({nullptr, wake_fd, ZMQ_POLLIN, 0});
     for (int p = 0; p < size; ++p) {
-      if (p != rank) items.push_back({monitors[static_cast<std::size_t>(p)], 0, ZMQ_POLLIN, 0});
+      if (void* m = monitors[static_cast<std::size_t>(p)]) items.push_back({m, 0, ZMQ_POLLIN, 0});
     }
-    while (!stopping.load()) {
-      if (zmq_poll(items.data(), static_cast<int>(items.size()), 50) < 0) {
-        if (zmq_errno() == EINTR) continue;
-        return fail(rank, zmq_error("poll"));
-      }
-      if (items[0].revents & ZMQ_POLLIN) {
-        while (recv_parts(router, parts, 3)) {
-          const int p = sender();
-          if (p >= 0) on_frame(p);
-        }
-      }
-      std::size_t i = 1;
-      for (int p = 0; p < size; ++p) {
-        if (p == rank) continue;
-        if (items[i++].revents & ZMQ_POLLIN) check_monitor(p);
-      }
-      blame_lost_peers();
+    blame_lost_peers();
+    // zmq_poll counts milliseconds: a wait shorter than one polls without
+    // blocking (the caller loops until its time has come). A long wait
+    // still looks at the monitors every kMonitorPeriod: a disconnection
+    // event does not always wake zmq_poll (with libzmq 4.3.4 a killed peer
+    // went unnoticed until the wait's deadline), while a fresh zmq_poll
+    // always checks every socket first.
+    long ms = static_cast<long>(std::floor((until - wall_clock().now()) * 1e3));
+    ms = std::clamp(ms, 0L, static_cast<long>(kMonitorPeriod.count()));
+    if (zmq_poll(items.data(), static_cast<int>(items.size()), ms) <= 0) return;
+    if (items[1].revents & ZMQ_POLLIN) {
+      std::uint64_t count;
+      (void)!::read(wake_fd, &count, sizeof count);
     }
-  }
-
-  void stop_io() {
-    stopping.store(true);
-    if (io_thread.joinable()) io_thread.join();
+    if (items[0].revents & ZMQ_POLLIN) {
+      while (!self.failed() && recv_parts(router, parts, 3)) {
+        const int p = sender();
+        if (p >= 0) on_frame(p);
+      }
+    }
+    std::size_t i = 2;
+    for (int p = 0; p < size; ++p) {
+      if (monitors[static_cast<std::size_t>(p)] == nullptr) continue;
+      if (items[i++].revents & ZMQ_POLLIN) check_monitor(p);
+    }
+    blame_lost_peers();
   }
 
   // Closes every socket (after `linger` ms for queued messages) and the
@@ -355,47 +297,53 @@ struct ZmqEndpoint::Impl {
     }
   }
 
-  void send_control(int p, FrameKind kind, Tag tag, const std::string& payload) {
-    void* d = dealers[static_cast<std::size_t>(p)];
-    if (d == nullptr) return;
-    FrameHeader h;
-    h.kind = kind;
-    h.tag = tag;
-    h.length = payload.size();
-    const auto raw = h.encode();
-    zmq_send(d, raw.data(), raw.size(), ZMQ_SNDMORE | ZMQ_DONTWAIT);
-    zmq_send(d, payload.data(), payload.size(), ZMQ_DONTWAIT);
+  // Header, then payload: copied when small, lent to libzmq when large.
+  bool send(void* d, const Outgoing& f, int flags) {
+    zmq_msg_t header;
+    zmq_msg_init_size(&header, f.header.size());
+    std::memcpy(zmq_msg_data(&header), f.header.data(), f.header.size());
+    zmq_msg_t payload;
+    const bool lend = f.op != nullptr && f.bytes > kCopyBytes;
+    if (lend) {
+      zmq_msg_init_data(&payload, const_cast<void*>(f.payload), f.bytes, &returned,
+                        new Lent{f.op, wake_fd});
+    } else {
+      zmq_msg_init_size(&payload, f.bytes);
+      if (f.bytes > 0) std::memcpy(zmq_msg_data(&payload), f.payload, f.bytes);
+    }
+    if (zmq_msg_send(&header, d, ZMQ_SNDMORE | flags) < 0 || zmq_msg_send(&payload, d, flags) < 0) {
+      zmq_msg_close(&header);
+      zmq_msg_close(&payload);  // a lent buffer comes back through returned()
+      return false;
+    }
+    if (!lend && f.op) f.op->finish();
+    return true;
   }
 };
 
 ZmqEndpoint::ZmqEndpoint(int rank, int size, EndpointOptions options)
-    : impl_(std::make_unique<Impl>(rank, size, std::move(options))) {
-  GRADEX_ENFORCE(size >= 1 && rank >= 0 && rank < size, "rank ", rank, " of ", size);
+    : ProcessEndpoint(rank, size, std::move(options)),
+      impl_(std::make_unique<Impl>(*this, rank, size)) {
   Impl& m = *impl_;
-  wire::require_token_beyond_loopback(m.options.bind_host, m.options.token);
-  if (m.options.shaping && m.options.shaping->shaped()) {
-    GRADEX_ENFORCE_EQ(m.options.shaping->endpoints(), size, "shaping topology size");
-    m.shaper.emplace(*m.options.shaping, rank);
-  }
-  m.said_bye.assign(static_cast<std::size_t>(size), 0);
-  m.lost_at.resize(static_cast<std::size_t>(size));
-  m.dealers.assign(static_cast<std::size_t>(size), nullptr);
-  m.monitors.assign(static_cast<std::size_t>(size), nullptr);
+  const EndpointOptions& o = this->options();
+  wire::require_token_beyond_loopback(o.bind_host, o.token);
+  m.wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  GRADEX_ENFORCE(m.wake_fd >= 0, "eventfd failed: ", std::strerror(errno));
   m.ctx = zmq_ctx_new();
   GRADEX_ENFORCE(m.ctx != nullptr, zmq_error("zmq context"));
   m.router = zmq_socket(m.ctx, ZMQ_ROUTER);
   set_int(m.router, ZMQ_RCVHWM, 0);  // never drop: the schemes bound what is in flight
   const std::int64_t max_size = static_cast<std::int64_t>(
-      std::min<std::uint64_t>(m.options.max_message_bytes, INT64_MAX));
+      std::min<std::uint64_t>(o.max_message_bytes, INT64_MAX));
   zmq_setsockopt(m.router, ZMQ_MAXMSGSIZE, &max_size, sizeof max_size);
   // A connection that has not finished ZeroMQ's own handshake by the hello
   // deadline is dropped by libzmq; one without the token cannot finish it
   // (curve.h), so nothing a stranger sends is delivered or allocated.
-  set_int(m.router, ZMQ_HANDSHAKE_IVL, static_cast<int>(wire::hello_deadline(m.options.timeout).count()));
+  set_int(m.router, ZMQ_HANDSHAKE_IVL, static_cast<int>(wire::hello_deadline(o.timeout).count()));
   zmq_security::require_curve();
-  zmq_security::make_server(m.router, m.options.token);
-  const std::string where = "tcp://" + m.options.bind_host + ":" +
-                            (m.options.port == 0 ? "*" : std::to_string(m.options.port));
+  zmq_security::make_server(m.router, o.token);
+  const std::string where = "tcp://" + o.bind_host + ":" +
+                            (o.port == 0 ? "*" : std::to_string(o.port));
   if (zmq_bind(m.router, where.c_str()) != 0) {
     const std::string why = zmq_error(("cannot listen on " + where).c_str());
     m.shutdown(0);
@@ -406,28 +354,8 @@ ZmqEndpoint::ZmqEndpoint(int rank, int size, EndpointOptions options)
   zmq_getsockopt(m.router, ZMQ_LAST_ENDPOINT, last, &len);
   const std::string bound(last);
   const std::string shown =
-      m.options.advertise_host.empty() ? m.options.bind_host : m.options.advertise_host;
+      o.advertise_host.empty() ? o.bind_host : o.advertise_host;
   m.advertised = shown + bound.substr(bound.rfind(':'));
-}
-
-ZmqEndpoint::~ZmqEndpoint() {
-  abort(impl_->rank, detail::concat("rank ", impl_->rank, " left without closing its endpoint"));
-}
-
-std::string ZmqEndpoint::address() const { return impl_->advertised; }
-int ZmqEndpoint::rank() const { return impl_->rank; }
-int ZmqEndpoint::size() const { return impl_->size; }
-Clock& ZmqEndpoint::clock() { return wall_clock(); }
-std::chrono::milliseconds ZmqEndpoint::timeout() const { return impl_->options.timeout; }
-
-void ZmqEndpoint::set_shaping(const std::optional<Topology>& topology) {
-  Impl& m = *impl_;
-  std::lock_guard lock(m.mutex);
-  m.shaper.reset();
-  if (topology && topology->shaped()) {
-    GRADEX_ENFORCE_EQ(topology->endpoints(), m.size, "shaping topology size");
-    m.shaper.emplace(*topology, m.rank);
-  }
 }
 
 namespace {
@@ -456,8 +384,9 @@ void send_to(void* router, const std::string& id, const Bytes& raw) {
 void ZmqEndpoint::connect(const std::vector<std::string>& addresses) {
   Impl& m = *impl_;
   GRADEX_ENFORCE_EQ(static_cast<int>(addresses.size()), m.size, "one address per rank");
-  GRADEX_ENFORCE(!m.io_thread.joinable(), "connect() called twice");
-  const auto deadline = std::chrono::steady_clock::now() + m.options.timeout;
+  GRADEX_ENFORCE(!connected(), "connect() called twice");
+  const EndpointOptions& o = options();
+  const auto deadline = std::chrono::steady_clock::now() + o.timeout;
   const auto n = static_cast<std::size_t>(m.size);
   std::vector<wire::Exchange> outgoing(n);  // our exchange with each peer's ROUTER
   for (int p = 0; p < m.size; ++p) {
@@ -470,7 +399,7 @@ void ZmqEndpoint::connect(const std::vector<std::string>& addresses) {
     // handshake and message commands (a few hundred bytes).
     const std::int64_t small = 1024;
     zmq_setsockopt(d, ZMQ_MAXMSGSIZE, &small, sizeof small);
-    zmq_security::make_client(d, m.options.token);
+    zmq_security::make_client(d, o.token);
     const std::string mon = detail::concat("inproc://gradex-monitor-", m.rank, "-", p);
     zmq_socket_monitor(d, mon.c_str(), ZMQ_EVENT_DISCONNECTED);
     void* watcher = zmq_socket(m.ctx, ZMQ_PAIR);
@@ -518,7 +447,7 @@ void ZmqEndpoint::connect(const std::vector<std::string>& addresses) {
       if (!raw || wire::ClientProof::decode(*raw, proof)) return reject("a malformed proof");
       const int claimed = x.client_rank;
       AckStatus status = AckStatus::admitted;
-      if (!wire::verify(m.options.token, x, wire::Direction::client_to_server, proof.proof)) {
+      if (!wire::verify(o.token, x, wire::Direction::client_to_server, proof.proof)) {
         status = AckStatus::bad_token;
       } else if (heard[static_cast<std::size_t>(claimed)]) {
         status = AckStatus::bad_rank;
@@ -544,7 +473,7 @@ void ZmqEndpoint::connect(const std::vector<std::string>& addresses) {
     } else {
       Challenged entry{id, wire::Exchange{h.nonce, wire::random_nonce(), h.rank, m.rank, m.size}};
       c.nonce = entry.exchange.server_nonce;
-      c.proof = wire::prove(m.options.token, entry.exchange, wire::Direction::server_to_client);
+      c.proof = wire::prove(o.token, entry.exchange, wire::Direction::server_to_client);
       challenged.push_back(std::move(entry));
       if (challenged.size() > wire::kMaxPendingConnections) challenged.pop_front();
     }
@@ -574,12 +503,12 @@ void ZmqEndpoint::connect(const std::vector<std::string>& addresses) {
         throw Error(detail::concat(who, " refused the connection: ", describe(c.status)));
       }
       x.server_nonce = c.nonce;
-      if (!wire::verify(m.options.token, x, wire::Direction::server_to_client, c.proof)) {
+      if (!wire::verify(o.token, x, wire::Direction::server_to_client, c.proof)) {
         throw Error(detail::concat(who, " could not prove it holds the token: ",
                                    describe(AckStatus::bad_token)));
       }
       const auto proof =
-          wire::ClientProof{wire::prove(m.options.token, x, wire::Direction::client_to_server)}.encode();
+          wire::ClientProof{wire::prove(o.token, x, wire::Direction::client_to_server)}.encode();
       zmq_send(d, proof.data(), proof.size(), ZMQ_DONTWAIT);
     } else if (ack_raw) {
       Ack ack;
@@ -626,219 +555,39 @@ void ZmqEndpoint::connect(const std::vector<std::string>& addresses) {
            "token mismatch?)";
     throw TimeoutError(why);
   }
-  m.io_thread = std::thread([&m] { m.io_loop(); });
+  mark_connected();
 }
 
-void ZmqEndpoint::close() {
-  Impl& m = *impl_;
-  int failed_rank = -1;
-  std::string failure;
-  {
-    std::lock_guard lock(m.mutex);
-    if (m.closed) return;
-    if (m.failed) {
-      failed_rank = m.failed_peer;
-      failure = m.failure;
-    }
-  }
-  if (failed_rank >= 0) return abort(failed_rank, failure);
-  if (!m.io_thread.joinable()) {
-    {
-      std::lock_guard lock(m.mutex);
-      m.closed = true;
-    }
-    m.shutdown(0);
-    return;
-  }
-  for (int p = 0; p < m.size; ++p) {
-    if (p != m.rank) m.send_control(p, FrameKind::bye, 0, "");
-  }
-  {
-    std::unique_lock lock(m.mutex);
-    m.cv.wait_until(lock, std::chrono::steady_clock::now() + m.options.timeout, [&] {
-      if (m.failed) return true;
-      for (int p = 0; p < m.size; ++p) {
-        if (p != m.rank && !m.said_bye[static_cast<std::size_t>(p)]) return false;
-      }
-      return true;
-    });
-    m.closed = true;
-  }
-  m.stop_io();
-  m.shutdown(1000);  // our goodbyes may still be queued
+
+ZmqEndpoint::~ZmqEndpoint() {
+  abort(rank(), detail::concat("rank ", rank(), " left without closing its endpoint"));
 }
 
-void ZmqEndpoint::abort(int failed_rank, const std::string& why) noexcept {
-  Impl& m = *impl_;
-  try {
-    m.fail(failed_rank, why);
-    {
-      std::lock_guard lock(m.mutex);
-      if (m.closed) return;
-      m.closed = true;
-    }
-    m.stop_io();
-    const std::string reason = why.substr(0, wire::kMaxReasonBytes);
-    for (int p = 0; p < m.size; ++p) {
-      if (p != m.rank && p != failed_rank) {
-        m.send_control(p, FrameKind::abort, static_cast<Tag>(failed_rank), reason);
-      }
-    }
-    m.shutdown(200);
-  } catch (...) {
+std::string ZmqEndpoint::address() const { return impl_->advertised; }
+
+void ZmqEndpoint::write(const OutgoingPtr& frame) {
+  void* d = impl_->dealers[static_cast<std::size_t>(frame->peer)];
+  if (d == nullptr) return;
+  // The DEALER's queue is unbounded (ZMQ_SNDHWM 0): a send never blocks.
+  if (!impl_->send(d, *frame, 0)) {
+    fail(rank(), detail::concat("rank ", rank(), ": cannot send to rank ", frame->peer, ": ",
+                                zmq_error("send")));
   }
 }
 
-namespace {
-struct SendHint {
-  ZmqEndpoint::Impl* impl;
-  OpPtr op;
-};
-}  // namespace
+void ZmqEndpoint::progress(double until) { impl_->progress(until); }
 
-std::shared_ptr<RequestState> ZmqEndpoint::start_send(int peer, const void* data,
-                                                      std::size_t bytes, Tag tag) {
-  Impl& m = *impl_;
-  auto op = std::make_shared<Op>();
-  op->kind = OpKind::send;
-  op->peer = peer;
-  op->tag = tag;
-  op->bytes = bytes;
-  if (peer == m.rank) {
-    std::lock_guard lock(m.mutex);
-    auto e = std::make_shared<Early>();
-    zmq_msg_init_size(&e->msg, bytes);
-    if (bytes > 0) std::memcpy(zmq_msg_data(&e->msg), data, bytes);
-    auto it = m.posted.find({peer, tag});
-    if (it != m.posted.end()) {
-      OpPtr r = std::move(it->second.front());
-      it->second.pop_front();
-      if (it->second.empty()) m.posted.erase(it);
-      Impl::deliver(*r, e->data(), bytes, 0);
-      m.cv.notify_all();
-    } else {
-      m.early[{peer, tag}].push_back(std::move(e));
-    }
-    op->done = true;
-    return op;
-  }
-  FrameHeader h;
-  h.tag = tag;
-  h.length = bytes;
-  {
-    std::lock_guard lock(m.mutex);
-    if (m.failed || m.closed) {
-      op->done = true;
-      op->error.clear();
-      return op;  // the wait reports the failure
-    }
-    if (m.shaper) {
-      const auto e = m.shaper->egress(peer, bytes, clock().now());
-      h.egress_start = e.start;
-      op->not_before = e.done;
-    }
-  }
-  void* d = m.dealers[static_cast<std::size_t>(peer)];
-  GRADEX_ENFORCE(d != nullptr, "send before connect()");
-  const auto raw = h.encode();
-  zmq_msg_t header;
-  zmq_msg_init_size(&header, raw.size());
-  std::memcpy(zmq_msg_data(&header), raw.data(), raw.size());
-  zmq_msg_t payload;
-  if (bytes > 0) {
-    // Zero-copy: libzmq calls back when it no longer needs the buffer,
-    // which is when the send is complete.
-    auto* hint = new SendHint{&m, op};
-    zmq_msg_init_data(&payload, const_cast<void*>(data), bytes,
-                      [](void*, void* h) {
-                        auto* s = static_cast<SendHint*>(h);
-                        s->impl->complete(*s->op);
-                        delete s;
-                      },
-                      hint);
-  } else {
-    zmq_msg_init(&payload);
-    op->done = true;
-  }
-  if (zmq_msg_send(&header, d, ZMQ_SNDMORE) < 0 || zmq_msg_send(&payload, d, 0) < 0) {
-    const std::string why = zmq_error("send");
-    zmq_msg_close(&header);
-    zmq_msg_close(&payload);
-    m.fail(m.rank, detail::concat("rank ", m.rank, ": cannot send to rank ", peer, ": ", why));
-  }
-  return op;
+// libzmq holds what is queued and sends it while the sockets linger.
+bool ZmqEndpoint::flushed() const { return true; }
+
+void ZmqEndpoint::notify(int peer, const Outgoing& frame) noexcept {
+  void* d = impl_->dealers[static_cast<std::size_t>(peer)];
+  if (d != nullptr) impl_->send(d, frame, ZMQ_DONTWAIT);
 }
 
-namespace {
-void post_recv(ZmqEndpoint::Impl& m, const OpPtr& op) {
-  std::lock_guard lock(m.mutex);
-  auto it = m.early.find({op->peer, op->tag});
-  if (it != m.early.end()) {
-    EarlyPtr e = std::move(it->second.front());
-    it->second.pop_front();
-    if (it->second.empty()) m.early.erase(it);
-    ZmqEndpoint::Impl::deliver(*op, e->data(), e->bytes(), e->arrival);
-    return;
-  }
-  m.posted[{op->peer, op->tag}].push_back(op);
-}
-}  // namespace
-
-std::shared_ptr<RequestState> ZmqEndpoint::start_recv(int peer, void* data, std::size_t bytes,
-                                                      Tag tag) {
-  auto op = std::make_shared<Op>();
-  op->kind = OpKind::recv;
-  op->peer = peer;
-  op->tag = tag;
-  op->dst = data;
-  op->bytes = bytes;
-  post_recv(*impl_, op);
-  return op;
-}
-
-std::shared_ptr<RequestState> ZmqEndpoint::start_recv_reduce(int peer, Tensor dst, ReduceOp rop,
-                                                             Tag tag) {
-  auto op = std::make_shared<Op>();
-  op->kind = OpKind::recv_reduce;
-  op->peer = peer;
-  op->tag = tag;
-  op->reduce_dst = dst;
-  op->bytes = dst.bytes();
-  op->rop = rop;
-  post_recv(*impl_, op);
-  return op;
-}
-
-void ZmqEndpoint::wait_state(RequestState& state) {
-  Impl& m = *impl_;
-  auto& op = static_cast<Op&>(state);
-  const double started = wall_clock().now();
-  const auto deadline = std::chrono::steady_clock::now() + m.options.timeout;
-  std::unique_lock lock(m.mutex);
-  m.cv.wait_until(lock, deadline, [&] { return op.done || m.failed; });
-  if (m.failed) {
-    const int who = m.failed_peer;
-    const std::string why = m.failure;
-    lock.unlock();
-    abort(who, why);
-    throw PeerLostError(who, why);
-  }
-  if (op.done) {
-    lock.unlock();
-    if (!op.error.empty()) throw InvariantError(detail::concat("rank ", m.rank, ": ", op.error));
-    // Shaped: the message is not through the modelled NIC yet; this wait
-    // is part of the receive's and ends by the same deadline.
-    const double timeout_s = std::chrono::duration<double>(m.options.timeout).count();
-    if (op.not_before <= 0 || sleep_until_by(op.not_before, started + timeout_s)) return;
-    lock.lock();
-  }
-  const std::string what = detail::concat(
-      "rank ", m.rank, ": timed out after ", m.options.timeout.count(), " ms waiting to ",
-      op.kind == OpKind::send ? "send to" : "receive from", " rank ", op.peer, " (tag ", op.tag,
-      ", ", op.bytes, " bytes)", op.done ? shaped_delay_note(op.not_before, started) : "");
-  lock.unlock();
-  abort(m.rank, what);
-  throw TimeoutError(what);
+void ZmqEndpoint::disconnect(bool orderly) noexcept {
+  // Goodbyes and abort notices may still be queued: give them a moment.
+  impl_->shutdown(orderly ? 1000 : 200);
 }
 
 }  // namespace gradex

@@ -1,0 +1,187 @@
+// The one matching engine every transport uses (in-process threads, tcp,
+// zmq and the simulator): what a posted operation is, how receives meet
+// messages, how a message lands in a receive, how a group endpoint records
+// its first failure, and what a wait that runs out of time says.
+//
+// Matching follows Comm's contract (common/comm.h): a receive from peer p
+// with tag t takes the oldest unmatched message from p with tag t, and a
+// message takes the oldest receive posted for it: first in, first out per
+// (peer, tag), MPI's non-overtaking rule. The sizes must agree exactly.
+//
+// A transport chooses what stands on each side. The process transports
+// match arrived messages against posted receives; the in-process transport
+// and the simulator match the posted sends themselves (rendezvous), so the
+// receiver copies straight from the sender's buffer.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "common/comm.h"
+
+namespace gradex::transport {
+
+enum class OpKind { send, recv, recv_reduce };
+
+// One posted send, receive or receive-reduce. Its transport moves the data
+// and then sets `done` (release, after `error`); the rank that posted it
+// waits for `done`.
+struct Op : RequestState {
+  OpKind kind = OpKind::send;
+  int owner = 0;  // the rank that posted it
+  int peer = 0;   // where it goes to or comes from
+  Tag tag = 0;
+  const void* src = nullptr;  // send: the payload (null: a phantom buffer)
+  void* dst = nullptr;        // recv: where the message lands
+  std::size_t bytes = 0;
+  Tensor reduce_dst;  // recv_reduce: combined into this
+  ReduceOp rop = ReduceOp::sum;
+  // Shaped runs: the clock time before which the wait may not end (the
+  // modelled NIC has not delivered the bytes yet).
+  double not_before = 0;
+  std::atomic<bool> done{false};
+  std::string error;  // set before `done` when the match was invalid
+
+  bool finished() const { return done.load(std::memory_order_acquire); }
+  void finish(std::string why = {}) {
+    error = std::move(why);
+    done.store(true, std::memory_order_release);
+  }
+};
+using OpPtr = std::shared_ptr<Op>;
+
+// Builds a posted operation; `T` is Op or a transport's extension of it.
+template <class T = Op>
+std::shared_ptr<T> make_op(OpKind kind, int owner, int peer, Tag tag, std::size_t bytes) {
+  auto op = std::make_shared<T>();
+  op->kind = kind;
+  op->owner = owner;
+  op->peer = peer;
+  op->tag = tag;
+  op->bytes = bytes;
+  return op;
+}
+template <class T = Op>
+std::shared_ptr<T> make_send(int owner, int peer, const void* data, std::size_t bytes, Tag tag) {
+  auto op = make_op<T>(OpKind::send, owner, peer, tag, bytes);
+  op->src = data;
+  return op;
+}
+template <class T = Op>
+std::shared_ptr<T> make_recv(int owner, int peer, void* data, std::size_t bytes, Tag tag) {
+  auto op = make_op<T>(OpKind::recv, owner, peer, tag, bytes);
+  op->dst = data;
+  return op;
+}
+template <class T = Op>
+std::shared_ptr<T> make_recv_reduce(int owner, int peer, Tensor dst, ReduceOp rop, Tag tag) {
+  auto op = make_op<T>(OpKind::recv_reduce, owner, peer, tag, dst.bytes());
+  op->reduce_dst = dst;
+  op->rop = rop;
+  return op;
+}
+
+// Posted receives and the messages that reached this endpoint before
+// theirs, each in first-in-first-out order per (peer, tag). `Receive` and
+// `Arrival` are whatever the transport keeps on each side (a posted
+// receive; an arrived message, or a posted send for rendezvous).
+// Not thread-safe: a transport that shares one between threads locks it.
+template <class Receive, class Arrival>
+class Matcher {
+ public:
+  // The oldest receive posted for a message from `peer` with `tag`, taken
+  // off the queue; nullopt if none is posted.
+  std::optional<Receive> take_receive(int peer, Tag tag) { return take(receives_, {peer, tag}); }
+  // The oldest message from `peer` with `tag` that no receive took yet.
+  std::optional<Arrival> take_arrival(int peer, Tag tag) { return take(arrivals_, {peer, tag}); }
+  void add_receive(int peer, Tag tag, Receive r) { receives_[{peer, tag}].push_back(std::move(r)); }
+  void add_arrival(int peer, Tag tag, Arrival a) { arrivals_[{peer, tag}].push_back(std::move(a)); }
+
+  // A receive is posted: the message it takes, or nullopt (it is queued).
+  std::optional<Arrival> post_receive(int peer, Tag tag, Receive r) {
+    auto a = take_arrival(peer, tag);
+    if (!a) add_receive(peer, tag, std::move(r));
+    return a;
+  }
+  // A message arrived: the receive that takes it, or nullopt (it is kept).
+  std::optional<Receive> post_arrival(int peer, Tag tag, Arrival a) {
+    auto r = take_receive(peer, tag);
+    if (!r) add_arrival(peer, tag, std::move(a));
+    return r;
+  }
+
+  std::size_t receives() const { return count(receives_); }
+  std::size_t arrivals() const { return count(arrivals_); }
+  // "; 2 receive(s) posted, 1 message(s) waiting for theirs", for the text
+  // of a wait that timed out.
+  std::string describe() const {
+    return "; " + std::to_string(receives()) + " receive(s) posted, " +
+           std::to_string(arrivals()) + " message(s) waiting for theirs";
+  }
+
+ private:
+  using Key = std::pair<int, Tag>;
+  template <class T>
+  static std::optional<T> take(std::map<Key, std::deque<T>>& queues, const Key& key) {
+    auto it = queues.find(key);
+    if (it == queues.end()) return std::nullopt;
+    std::optional<T> front(std::move(it->second.front()));
+    it->second.pop_front();
+    if (it->second.empty()) queues.erase(it);
+    return front;
+  }
+  template <class T>
+  static std::size_t count(const std::map<Key, std::deque<T>>& queues) {
+    std::size_t n = 0;
+    for (const auto& [key, q] : queues) n += q.size();
+    return n;
+  }
+
+  std::map<Key, std::deque<Receive>> receives_;
+  std::map<Key, std::deque<Arrival>> arrivals_;
+};
+
+// What a receive says of a message whose size is not the one it expects.
+std::string size_mismatch(int sender, std::size_t sent, const Op& receive);
+
+// Lands a message of `bytes` from `data` in receive `op`: copied for a
+// receive, combined element-wise for a receive-reduce (from memory of any
+// alignment). A phantom side (null data or destination) moves nothing. A
+// size that differs from the receive's is returned as the error text and
+// nothing is written. Does not set `done`: the transport completes the
+// operation its own way (and may have to wake the owner).
+std::string deliver(const Op& op, int sender, const void* data, std::size_t bytes);
+
+// The first failure of a group; later ones are its consequences and are
+// ignored. Safe from any thread.
+class FirstFailure {
+ public:
+  // Records the failure unless one is recorded; true if this one was first.
+  bool record(int failed_rank, std::string why);
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  int rank() const;
+  std::string why() const;
+
+ private:
+  std::atomic<bool> failed_{false};
+  mutable std::mutex mutex_;
+  int rank_ = -1;
+  std::string why_;
+};
+
+// "waiting to receive from rank 3 (tag 7, 4096 bytes)"
+std::string waiting_for(const Op& op);
+// "rank 1: timed out after 30000 ms waiting to ..." plus `details` (what
+// the transport still had in hand, or the shaped delay).
+std::string timeout_text(int rank, std::chrono::milliseconds timeout, const Op& op,
+                         const std::string& details = {});
+
+}  // namespace gradex::transport
