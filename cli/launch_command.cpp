@@ -101,7 +101,7 @@ int run_participant(const LaunchEnv& env, const LaunchFlags& f, const RunPlan& p
     job.emplace(*sc.training, workload_fields(f.scenario));
     job->check_worker_counts(sc.workers, workload_fields(f.scenario));
   }
-  EndpointOptions options;
+  TransportOptions options;
   options.timeout = sc.timeout;
   options.spin = sc.spin;
   options.token = env.token;

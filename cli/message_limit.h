@@ -1,6 +1,6 @@
 // The largest data frame a launched participant accepts, from its plan, so
 // a peer announcing more is refused before anything is allocated
-// (EndpointOptions::max_message_bytes).
+// (TransportOptions::max_message_bytes).
 #pragma once
 
 #include <cstdint>

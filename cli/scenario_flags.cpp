@@ -6,6 +6,7 @@
 #include "config/scenario.h"
 #include "runner/output_paths.h"
 #include "schemes/registry.h"
+#include "transport/options.h"
 #include "train/train_job.h"
 
 namespace gradex::cli {
@@ -17,7 +18,8 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags) {
   cmd.add_option("--workers", flags.workers, "worker counts to run (overrides the scenario)")
       ->delimiter(',');
   cmd.add_option("--transport", flags.transport, "transport (overrides the scenario's)")
-      ->check(CLI::IsMember({"inproc", "tcp", "zmq", "sim"}));
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(kTransportNames),
+                                                     std::end(kTransportNames))));
 }
 
 void add_unshaped_flag(CLI::App& cmd, ScenarioFlags& flags) {

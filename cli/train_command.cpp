@@ -35,7 +35,7 @@ struct TrainFlags {
   int servers = 1;
   int ranks_per_node = 1;
   std::string output;
-  int timeout_s = 120;
+  std::int64_t timeout_ms = kDefaultTimeout.count();
   double straggler_ms = 0;
   double link_gbps = 0;  // 0: unshaped
   double latency_us = 0;
@@ -61,11 +61,11 @@ Setup setup_for(const TrainFlags& f, const std::string& scheme) {
   s.options.workers = f.workers;
   s.options.servers = f.servers;
   s.options.ranks_per_node = f.ranks_per_node;
-  s.transport.timeout = std::chrono::milliseconds(1000L * f.timeout_s);
+  s.transport.options.timeout = std::chrono::milliseconds(f.timeout_ms);
   if (f.link_gbps > 0) {
     const LinkSpec link{f.link_gbps * 1e9, f.latency_us * 1e-6};
     const int endpoints = make_scheme(scheme, s.options)->endpoints();
-    s.transport.shaping = Topology::grouped(f.workers, f.ranks_per_node, endpoints - f.workers,
+    s.transport.options.shaping = Topology::grouped(f.workers, f.ranks_per_node, endpoints - f.workers,
                                             link, link);
   }
   return s;
@@ -92,7 +92,7 @@ int run_ps_training(const TrainFlags& f, const TrainJob& job) {
               << std::flush;
     PsTrainResult r = job.train_parameter_server(
         c, f.workers, f.servers, f.straggler_ms,
-        InprocOptions{std::chrono::milliseconds(1000L * f.timeout_s), std::nullopt},
+        TransportOptions{std::chrono::milliseconds(f.timeout_ms), std::nullopt},
         [&](const EpochRecord& e) { print_epoch(std::cout, label, e); });
     o.staleness_table += staleness_row(label, f.servers, r);
     o.staleness.push_back(staleness_json(label, r));
@@ -157,7 +157,9 @@ Command add_train_command(CLI::App& parent) {
   cmd->add_option("-o,--output", f->output, "folder for results.csv and results.json");
   cmd->add_option("--trace", w.trace, "write a Chrome trace (JSON) of the first steps here");
   cmd->add_option("--trace-steps", w.trace_steps, "steps of epoch 1 the trace records");
-  cmd->add_option("--timeout", f->timeout_s, "seconds any single wait may block");
+  // The scenario's "timeout_ms": same unit, same default, same range.
+  cmd->add_option("--timeout-ms", f->timeout_ms, "milliseconds any single wait may block")
+      ->check(CLI::Range(std::int64_t{1}, kMaxTimeoutMs));
   cmd->add_option("--consistency", w.consistency,
                   "train through PS servers that run the optimizer, under each of bsp, asp, ssp "
                   "(instead of --scheme)");
@@ -224,7 +226,7 @@ Command add_train_command(CLI::App& parent) {
               std::cout << "# zero (sharded optimizer)\n" << std::flush;
               ZeroResult z = train_zero(
                   job.config(), f->workers, job.train_data(), job.test_data(),
-                  InprocOptions{std::chrono::milliseconds(1000L * f->timeout_s), std::nullopt},
+                  TransportOptions{std::chrono::milliseconds(f->timeout_ms), std::nullopt},
                   [&](const EpochRecord& e) { print_epoch(std::cout, "zero", e); });
               std::cout << "# optimizer state per worker: replicated (DDP) "
                         << z.replicated_state_bytes / 1e6 << " MB, ZeRO (largest shard) "

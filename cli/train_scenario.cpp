@@ -36,7 +36,7 @@ void run_consistency(const Scenario& sc, const TrainJob& job, std::ostream& out,
       out << "#\n# parameter server, " << label << ", " << sc.ps_servers << " server(s), " << workers
           << " workers\n" << std::flush;
       PsTrainResult r = job.train_parameter_server(
-          c, workers, sc.ps_servers, 0, InprocOptions{sc.timeout, std::nullopt, sc.spin},
+          c, workers, sc.ps_servers, 0, TransportOptions{sc.timeout, std::nullopt, sc.spin},
           [&](const EpochRecord& e) { print_epoch(out, label, e); });
       o.staleness_table += staleness_row(label, sc.ps_servers, r);
       o.staleness.push_back(staleness_json(label, r));
@@ -85,9 +85,9 @@ int run_train_plan(const RunPlan& plan, const TrainJob& job, std::ostream& out) 
   for (std::size_t i = 0; i < plan.runs.size(); ++i) {
     const PlannedRun& run = plan.runs[i];
     print_train_run_header(out, run);
-    RankTransport transport{sc.transport, sc.timeout, std::nullopt, sc.spin};
+    RankTransport transport{sc.transport, TransportOptions{sc.timeout, std::nullopt, sc.spin}};
     if (sc.network.shaped) {
-      transport.shaping = scenario_topology(sc, run.workers, run.instance->endpoints());
+      transport.options.shaping = scenario_topology(sc, run.workers, run.instance->endpoints());
     }
     // Only the first run is traced: one readable timeline.
     const bool traced = i == 0 && !job.workload().trace.empty();

@@ -29,6 +29,14 @@ namespace gradex {
 
 using Tag = std::uint64_t;
 
+// How long any single wait may block before it throws TimeoutError, and
+// how long a wait polls (yielding the core) before it sleeps, unless a
+// scenario or a flag says otherwise: the one place these defaults live.
+inline constexpr std::chrono::milliseconds kDefaultTimeout{30'000};
+inline constexpr std::chrono::microseconds kDefaultSpin{100};
+// The longest timeout a scenario or a flag may ask for: an hour.
+inline constexpr std::int64_t kMaxTimeoutMs = 3'600'000;
+
 // Tags at or above this value are reserved for gradex's own protocol
 // messages (barriers); sub-groups shift user tags below it.
 inline constexpr Tag kReservedTagBase = Tag{1} << 62;

@@ -1,4 +1,4 @@
-// Alpha-beta building blocks for the schemes' cost models (DESIGN.md's
+// Alpha-beta building blocks for the schemes' cost models (docs/architecture.md, Cost model;
 // table): a message of S bytes over a link of rate B and latency a takes
 // a + S / B. Each scheme composes these next to its code (Scheme::
 // model_time); the simulator checks them where no two flows share a port.

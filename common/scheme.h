@@ -62,7 +62,7 @@ class Scheme {
   // The link traffic `endpoint` must see for one all-reduce of `count`
   // elements of `dtype`; the runner and the tests compare it with the count.
   virtual Traffic expected_traffic(int endpoint, std::size_t count, DType dtype) const = 0;
-  // The alpha-beta cost model (DESIGN.md) of one all-reduce of `bytes` on
+  // The alpha-beta cost model (docs/architecture.md, Cost model) of one all-reduce of `bytes` on
   // `topology` (endpoints() endpoints): what the simulator must reproduce
   // where no two flows share a port, and the "model" column of reports.
   virtual double model_time(std::size_t bytes, const Topology& topology) const = 0;

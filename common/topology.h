@@ -1,4 +1,4 @@
-// Where endpoints sit and what links join them: the NIC model of DESIGN.md.
+// Where endpoints sit and what links join them: the NIC model of docs/architecture.md.
 //
 // Each endpoint has full-duplex ports (an egress and an ingress). Endpoints
 // of one node talk over the intra-node fabric (think NVLink); endpoints of

@@ -1,4 +1,4 @@
-// Named links with the rates document 004 uses, so scenarios can say
+// Named links with published one-way rates, so scenarios can say
 // "inter_node": "ib_hdr_200g" instead of a bandwidth. Rates are one
 // direction (the NIC model is full duplex); latencies are typical one-hop
 // figures (the document only says "tens of microseconds per step").

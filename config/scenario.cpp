@@ -1,10 +1,15 @@
 #include "config/scenario.h"
 
+#include <algorithm>
+#include <iterator>
+#include <string_view>
+
 #include "common/errors.h"
+#include "common/units.h"
 #include "config/json_file.h"
 #include "config/json_reader.h"
 #include "config/link_presets.h"
-#include "common/units.h"
+#include "transport/options.h"
 
 namespace gradex {
 
@@ -155,12 +160,18 @@ Scenario parse_scenario(const nlohmann::json& document) {
   s.description = root.string("description", "");
   s.workers = read_workers(root.find("workers"), "/workers");
   s.ranks_per_node = static_cast<int>(root.integer("ranks_per_node", 1, 1, kMaxInprocRanks));
-  s.transport = one_of(root, "transport", "inproc", {"inproc", "tcp", "zmq", "sim", "nccl"});
-  if (s.transport != "inproc" && s.transport != "tcp" && s.transport != "zmq" &&
-      s.transport != "sim") {
-    throw ConfigError("/transport", "transport '" + s.transport +
-                                        "' is not available in this build (available: inproc, "
-                                        "tcp, zmq, sim)");
+  s.transport = root.string("transport", std::string(kTransportNames[0]));
+  std::string available;
+  for (std::string_view name : kTransportNames) {
+    available += (available.empty() ? "" : ", ") + std::string(name);
+  }
+  if (std::find(std::begin(kTransportNames), std::end(kTransportNames), s.transport) ==
+      std::end(kTransportNames)) {
+    // "nccl" is a transport gradex names but this build does not have.
+    throw ConfigError("/transport", "transport '" + s.transport + "' is " +
+                                        (s.transport == "nccl" ? "not available in this build"
+                                                               : "unknown") +
+                                        " (available: " + available + ")");
   }
 
   const auto* schemes = root.find("schemes");
@@ -208,8 +219,9 @@ Scenario parse_scenario(const nlohmann::json& document) {
     if (s.segment_bytes == 0) throw ConfigError("/segment_bytes", "must be at least 1 byte");
   }
   if (const auto* slice = root.find("slice_bytes")) s.slice_bytes = read_size(*slice, "/slice_bytes");
-  s.timeout = std::chrono::milliseconds(root.integer("timeout_ms", 30'000, 1, 3'600'000));
-  s.spin = std::chrono::microseconds(root.integer("spin_us", 100, 0, 1'000'000));
+  s.timeout = std::chrono::milliseconds(
+      root.integer("timeout_ms", kDefaultTimeout.count(), 1, kMaxTimeoutMs));
+  s.spin = std::chrono::microseconds(root.integer("spin_us", kDefaultSpin.count(), 0, 1'000'000));
 
   JsonReader ps = root.object("ps");
   // 0 dedicated servers is ps_hybrid's all-reduce limit; the other PS

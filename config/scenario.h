@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/comm.h"
 #include "common/dtype.h"
 #include "common/reduce.h"
 #include "common/scheme.h"
@@ -42,9 +43,9 @@ struct Scenario {
   int iters = 5;
   std::size_t segment_bytes = std::size_t{1} << 20;
   std::size_t slice_bytes = 0;  // ring: SchemeOptions::slice_bytes
-  std::chrono::milliseconds timeout{30'000};
+  std::chrono::milliseconds timeout = kDefaultTimeout;
   // inproc and tcp: how long a wait polls (yielding) before it sleeps.
-  std::chrono::microseconds spin{100};
+  std::chrono::microseconds spin = kDefaultSpin;
   int ps_servers = 1;
   ServerPlacement ps_placement = ServerPlacement::dedicated;
   std::string inter_algorithm = "ring";

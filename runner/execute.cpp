@@ -2,7 +2,6 @@
 
 #include "common/cancel.h"
 #include "runner/measure.h"
-#include "runner/measure_group.h"
 #include "runner/measure_sim.h"
 
 namespace gradex {
@@ -52,17 +51,21 @@ std::vector<ResultRow> execute_plan(
     req.op = sc.op;
     req.warmup_iters = sc.warmup_iters;
     req.iters = sc.iters;
-    req.transport.timeout = sc.timeout;
-    req.transport.spin = sc.spin;
+    req.transport = sc.transport;
+    req.options.timeout = sc.timeout;
+    req.options.spin = sc.spin;
     Topology topo = scenario_topology(sc, run.workers, endpoints);
-    if (sc.network.shaped) req.transport.shaping = topo;
+    if (sc.network.shaped) req.options.shaping = topo;
+    // One world per run, its ranks made once for every size; the simulator
+    // measures each size in one deterministic run of its own.
+    const std::unique_ptr<World> world =
+        sc.transport == "sim" ? nullptr : make_world(sc.transport, endpoints, req.options);
     for (std::size_t bytes : sc.sizes) {
       // The simulator runs a size in one go: it is cancelled between sizes.
       throw_if_cancelled();
       req.count = bytes / dtype_size(sc.dtype);
-      const Measurement m = sc.transport == "inproc" ? measure(scheme, req)
-                            : sc.transport == "sim"  ? measure_simulated(scheme, req, topo)
-                                : measure_endpoint_threads(sc.transport, scheme, req);
+      const Measurement m = world ? measure(*world, scheme, req)
+                                  : measure_simulated(scheme, req, topo);
       ResultRow row = result_row(sc, run, req.count, m, topo);
       on_row(run, row);
       rows.push_back(std::move(row));

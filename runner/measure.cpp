@@ -1,11 +1,12 @@
 #include "runner/measure.h"
 
 #include <algorithm>
-#include <mutex>
+#include <utility>
 
 #include "common/cancel.h"
 #include "common/errors.h"
 #include "common/verify.h"
+#include "runner/measure_group.h"
 
 namespace gradex {
 
@@ -26,25 +27,17 @@ double Measurement::max() const {
 }
 
 Measurement measure(Scheme& scheme, const MeasureRequest& request) {
-  const int endpoints = scheme.endpoints();
-  GRADEX_ENFORCE(request.iters >= 1 && request.warmup_iters >= 0, "bad iteration counts");
-  InprocWorld world(endpoints, request.transport);
+  const auto world = make_world(request.transport, scheme.endpoints(), request.options);
+  return measure(*world, scheme, request);
+}
 
-  Measurement m;
-  m.seconds.assign(static_cast<std::size_t>(request.iters), 0.0);
-  m.traffic.resize(static_cast<std::size_t>(endpoints));
-  std::mutex merge;
-
-  run_ranks(world, [&](Comm& comm) {
-    const RankMeasurement mine = measure_rank(comm, scheme, request);
-    std::lock_guard lock(merge);
-    m.traffic[static_cast<std::size_t>(comm.rank())] = mine.traffic;
-    m.wrong += mine.wrong;
-    for (std::size_t i = 0; i < mine.seconds.size(); ++i) {
-      m.seconds[i] = std::max(m.seconds[i], mine.seconds[i]);
-    }
+Measurement measure(World& world, Scheme& scheme, const MeasureRequest& request) {
+  Measurement result;
+  world.run([&](Comm& comm) {
+    Measurement m = measure_group(comm, scheme, request);
+    if (comm.rank() == 0) result = std::move(m);
   });
-  return m;
+  return result;
 }
 
 RankMeasurement measure_rank(Comm& comm, Scheme& scheme, const MeasureRequest& request) {

@@ -1,15 +1,19 @@
-// Timing one scheme at one message size on in-process ranks: warm-up, timed
+// Timing one scheme at one message size on any transport: warm-up, timed
 // iterations, a correctness check of every iteration, and the link traffic
-// each endpoint really moved.
+// each endpoint really moved. One loop per rank (measure_rank) and one
+// gather to rank 0 over the group itself (measure_group), whether the
+// ranks are threads, threads holding sockets, or separate processes.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "common/comm.h"
-#include "transport/inproc/world.h"
 #include "common/scheme.h"
+#include "transport/options.h"
+#include "transport/world.h"
 
 namespace gradex {
 
@@ -19,9 +23,10 @@ struct MeasureRequest {
   ReduceOp op = ReduceOp::sum;
   int warmup_iters = 1;
   int iters = 5;
-  // Timeout, shaping and spin; a process transport run on threads
-  // (measure_endpoint_threads) takes the same three.
-  InprocOptions transport;
+  // Where the ranks run (a name of kTransportNames but "sim", whose
+  // deterministic runs runner/measure_sim.h measures) and its settings.
+  std::string transport = "inproc";
+  TransportOptions options;
 };
 
 struct Measurement {
@@ -38,7 +43,10 @@ struct Measurement {
   double max() const;
 };
 
+// On a world of request.transport made for the scheme's endpoints.
 Measurement measure(Scheme& scheme, const MeasureRequest& request);
+// On `world` (world.size() == scheme.endpoints()); rank 0's figures.
+Measurement measure(World& world, Scheme& scheme, const MeasureRequest& request);
 
 // One endpoint's part of a measurement, on any transport: warm-up and timed
 // iterations between barriers, each checked, and the traffic of the last.

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "transport/local_group.h"
 #include "common/verify.h"
 
 namespace gradex {
@@ -64,20 +63,6 @@ Measurement measure_group(Comm& comm, Scheme& scheme, const MeasureRequest& requ
                                               rec[iters + 4]};
   }
   return m;
-}
-
-Measurement measure_endpoint_threads(const std::string& transport, Scheme& scheme,
-                                     const MeasureRequest& request) {
-  EndpointOptions options;
-  options.timeout = request.transport.timeout;
-  options.spin = request.transport.spin;
-  options.shaping = request.transport.shaping;
-  Measurement result;
-  run_endpoint_ranks(transport, scheme.endpoints(), options, [&](Comm& comm) {
-    Measurement m = measure_group(comm, scheme, request);
-    if (comm.rank() == 0) result = std::move(m);
-  });
-  return result;
 }
 
 }  // namespace gradex

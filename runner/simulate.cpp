@@ -13,7 +13,10 @@ SimResult simulate_allreduce(Scheme& scheme, const SimRequest& request) {
   const int workers = scheme.workers();
   GRADEX_ENFORCE_EQ(request.topology.endpoints(), endpoints, "simulated topology size");
   const auto wall_start = std::chrono::steady_clock::now();
-  SimWorld world(endpoints, SimOptions{request.topology, request.phantom, SimOptions{}.stack_bytes});
+  TransportOptions options;
+  options.shaping = request.topology;
+  options.phantom_payloads = request.phantom;
+  SimWorld world(endpoints, options);
 
   SimResult result;
   result.traffic.resize(static_cast<std::size_t>(endpoints));

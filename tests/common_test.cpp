@@ -149,7 +149,7 @@ TEST(Units, ParsesSizesRatesAndDurations) {
 
 TEST(LinkShaper, SerialisesAtTheSharedIngress) {
   // Four workers push 1 MB each to one server at 1 MB/s: the server's
-  // ingress takes them one after another (document 004's bottleneck).
+  // ingress takes them one after another (the PS bottleneck of claims A1-A3).
   LinkSpec link{1e6, 0.001};
   LinkShaper shaper(Topology::grouped(4, 1, 1, {}, link));
   for (int w = 0; w < 4; ++w) {

@@ -143,7 +143,7 @@ TEST(Inproc, BarrierHoldsEveryoneUntilAllArrive) {
 }
 
 TEST(Inproc, WaitTimesOutInsteadOfHanging) {
-  InprocOptions opts;
+  TransportOptions opts;
   opts.timeout = 200ms;
   InprocWorld world(2, opts);
   const auto start = std::chrono::steady_clock::now();
@@ -162,12 +162,12 @@ TEST(Inproc, WaitTimesOutInsteadOfHanging) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
 }
 
-// A wait polls for InprocOptions::spin and then sleeps: messages arrive
+// A wait polls for TransportOptions::spin and then sleeps: messages arrive
 // intact whether they land within the poll or after it.
 class InprocSpin : public ::testing::TestWithParam<int> {};
 
 TEST_P(InprocSpin, MessagesArriveIntactBeforeAndAfterThePoll) {
-  InprocOptions opts;
+  TransportOptions opts;
   opts.spin = std::chrono::microseconds(GetParam());
   InprocWorld world(2, opts);
   run_ranks(world, [](Comm& c) {
@@ -196,7 +196,7 @@ double thread_cpu_seconds() {
 TEST(Inproc, AWaitSleepsOnceItsPollIsOver) {
   // Rank 0 waits 400 ms for a late message with a 1 ms poll: it must spend
   // that time asleep, not on the CPU that the other ranks need.
-  InprocOptions opts;
+  TransportOptions opts;
   opts.spin = 1ms;
   InprocWorld world(2, opts);
   double cpu = -1;
@@ -216,7 +216,7 @@ TEST(Inproc, AWaitSleepsOnceItsPollIsOver) {
 }
 
 TEST(Inproc, AWaitThatPollsLongerThanTheTimeoutStillTimesOut) {
-  InprocOptions opts;
+  TransportOptions opts;
   opts.timeout = 300ms;
   opts.spin = 10s;
   InprocWorld world(2, opts);
@@ -232,7 +232,7 @@ TEST(Inproc, AWaitThatPollsLongerThanTheTimeoutStillTimesOut) {
 }
 
 TEST(Inproc, AFailingRankReleasesItsPeersAtOnce) {
-  InprocOptions opts;
+  TransportOptions opts;
   opts.timeout = 60s;  // the peers must not need it
   InprocWorld world(4, opts);
   const auto start = std::chrono::steady_clock::now();
@@ -287,7 +287,7 @@ TEST(Inproc, SizeMismatchIsAnError) {
 TEST(Inproc, ShapedMessagesTakeAtLeastTheirLinkTime) {
   // 2 MB at 100 MB/s plus 5 ms latency: at least 25 ms (a lower bound: the
   // shaper must never deliver early; how late depends on the scheduler).
-  InprocOptions opts;
+  TransportOptions opts;
   opts.shaping = Topology::grouped(2, 1, 0, {}, {100e6, 0.005});
   InprocWorld world(2, opts);
   double elapsed = 0;

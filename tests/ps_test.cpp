@@ -270,7 +270,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 // One dedicated server, W workers with S bytes each, every NIC B bytes/s
 // with latency a: the server's ingress takes W S / B for the pushes, its
-// egress as long for the pulls, so one round is 2 (a + W S / B) (DESIGN.md).
+// egress as long for the pulls, so one round is 2 (a + W S / B) (docs/architecture.md, Cost model).
 TEST(PsShaped, OneServerTimeGrowsWithWorkers) {
   const LinkSpec nic{100e6, 1e-3};
   const std::size_t count = std::size_t{1} << 20;  // 4 MiB of f32
@@ -287,7 +287,7 @@ TEST(PsShaped, OneServerTimeGrowsWithWorkers) {
     req.count = count;
     req.warmup_iters = 1;
     req.iters = 3;
-    req.transport.shaping = Topology::grouped(workers, 1, 1, LinkSpec{}, nic);
+    req.options.shaping = Topology::grouped(workers, 1, 1, LinkSpec{}, nic);
     const Measurement m = measure(ps, req);
     EXPECT_EQ(m.wrong, 0u);
 

@@ -40,7 +40,7 @@ Measurement run(const std::string& name, int n, std::size_t count, DType dtype, 
   req.op = op;
   req.warmup_iters = 1;
   req.iters = 2;
-  req.transport.timeout = std::chrono::milliseconds(60'000);
+  req.options.timeout = std::chrono::milliseconds(60'000);
   return measure(*scheme, req);
 }
 

@@ -32,14 +32,14 @@ void exchange(Comm& c) {
 
 void run_on(const std::string& transport, std::chrono::milliseconds timeout) {
   if (transport == "inproc") {
-    InprocOptions options;
+    TransportOptions options;
     options.timeout = timeout;
     options.shaping = kSlowLink;
     InprocWorld world(2, options);
     run_ranks(world, exchange);
     return;
   }
-  EndpointOptions options;
+  TransportOptions options;
   options.timeout = timeout;
   options.token = "test-token";
   options.shaping = kSlowLink;

@@ -235,7 +235,7 @@ Agreement compare(const std::string& name, int workers, std::size_t count,
   real.count = count;
   real.warmup_iters = 1;
   real.iters = 3;
-  real.transport.shaping = topology;
+  real.options.shaping = topology;
   const Measurement m = measure(*scheme, real);
   EXPECT_EQ(m.wrong, 0u);
   SimRequest sim;

@@ -79,7 +79,7 @@ TEST(SimTiming, RingWithoutContentionIsTheAlphaBetaFormula) {
 }
 
 TEST(SimTiming, ParameterServerSharesTheServerNicFairly) {
-  // Document 004's setting: 4 workers push 1 GB each into one 25 GB/s NIC.
+  // The PS example of claims A1-A3: 4 workers push 1 GB each into one 25 GB/s NIC.
   const int n = 4;
   const double b = 25 * kGB, a = 5e-6;
   SchemeOptions o;
@@ -108,7 +108,7 @@ TEST(SimTiming, IsDeterministic) {
 // ingress splits three ways, the lone flow runs at full rate.
 TEST(SimNetwork, MaxMinFairSharing) {
   const double b = 1 * kGB;
-  SimWorld world(5, SimOptions{flat(5, b, 0)});
+  SimWorld world(5, TransportOptions{.shaping = flat(5, b, 0)});
   std::vector<double> done(5, 0);
   world.run([&](Comm& c) {
     const int r = c.rank();
@@ -135,7 +135,7 @@ TEST(SimNetwork, MaxMinFairSharing) {
 // Two messages on one connection leave in order (the second waits for the
 // first, as in the in-process shaper's FIFO ports), rather than sharing.
 TEST(SimNetwork, OneConnectionIsFifo) {
-  SimWorld world(2, SimOptions{flat(2, 1 * kGB, 0)});
+  SimWorld world(2, TransportOptions{.shaping = flat(2, 1 * kGB, 0)});
   std::vector<double> done;
   world.run([&](Comm& c) {
     const std::size_t bytes = 1'000'000;
@@ -159,7 +159,7 @@ TEST(SimNetwork, OneConnectionIsFifo) {
 }
 
 TEST(SimNetwork, SleepUntilAdvancesVirtualTime) {
-  SimWorld world(2, SimOptions{flat(2, 0, 0)});
+  SimWorld world(2, TransportOptions{.shaping = flat(2, 0, 0)});
   world.run([](Comm& c) {
     c.clock().sleep_until(c.rank() + 1.5);
     EXPECT_EQ(c.clock().now(), c.rank() + 1.5);
@@ -170,7 +170,7 @@ TEST(SimNetwork, SleepUntilAdvancesVirtualTime) {
 // ---- failures ---------------------------------------------------------------
 
 TEST(SimFailures, DeadlockNamesTheStuckRanks) {
-  SimWorld world(3, SimOptions{flat(3, kGB, 0)});
+  SimWorld world(3, TransportOptions{.shaping = flat(3, kGB, 0)});
   try {
     world.run([](Comm& c) {
       if (c.rank() == 2) return;
@@ -188,7 +188,7 @@ TEST(SimFailures, DeadlockNamesTheStuckRanks) {
 }
 
 TEST(SimFailures, RankErrorIsRethrownAndOthersUnwind) {
-  SimWorld world(4, SimOptions{flat(4, kGB, 0)});
+  SimWorld world(4, TransportOptions{.shaping = flat(4, kGB, 0)});
   EXPECT_THROW(world.run([](Comm& c) {
                  if (c.rank() == 2) throw ConfigError("x", "rank 2 gives up");
                  c.recv(2, nullptr, 4, 0);
@@ -197,7 +197,7 @@ TEST(SimFailures, RankErrorIsRethrownAndOthersUnwind) {
 }
 
 TEST(SimFailures, SizeMismatchIsAnError) {
-  SimWorld world(2, SimOptions{flat(2, kGB, 0)});
+  SimWorld world(2, TransportOptions{.shaping = flat(2, kGB, 0)});
   EXPECT_THROW(world.run([](Comm& c) {
                  if (c.rank() == 0) c.send(1, nullptr, 8, 0);
                  else c.recv(0, nullptr, 4, 0);

@@ -31,8 +31,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-TcpOptions quick(std::chrono::milliseconds timeout = 20'000ms) {
-  TcpOptions o;
+TransportOptions quick(std::chrono::milliseconds timeout = 20'000ms) {
+  TransportOptions o;
   o.timeout = timeout;
   o.token = "test-token";
   return o;
@@ -104,7 +104,7 @@ class TcpSpin : public ::testing::TestWithParam<int> {};
 TEST_P(TcpSpin, EarlyAndLateMessagesOfEverySizeArriveIntact) {
   // Sizes around the receive-reduce chunk, posted before and after arrival.
   const std::vector<std::size_t> counts = {0, 1, 65'537, 300'001};
-  TcpOptions options = quick();
+  TransportOptions options = quick();
   options.spin = std::chrono::microseconds(GetParam());
   run_endpoint_ranks("tcp", 2, options, [&](Comm& c) {
     for (std::size_t n : counts) {
@@ -311,7 +311,7 @@ TEST(TcpAdmission, GarbageAloneEndsInATimeoutThatSaysWhy) {
 }
 
 TEST(TcpAdmission, WrongTokenIsRefused) {
-  TcpOptions other = quick(800ms);
+  TransportOptions other = quick(800ms);
   other.token = "not-the-token";
   TcpEndpoint a(0, 2, quick(800ms));
   TcpEndpoint b(1, 2, other);
@@ -449,7 +449,7 @@ TEST(TcpAdmission, ThreeHundredIdleConnectionsDoNotKeepTheRanksOut) {
 // An admitted peer announcing a 2^36-1 byte frame is refused before any
 // allocation, with an error naming it.
 TEST(TcpAdmission, AnOversizedFrameFromAnAdmittedPeerNamesIt) {
-  TcpOptions o = quick(3'000ms);
+  TransportOptions o = quick(3'000ms);
   o.max_message_bytes = 1 << 20;
   TcpEndpoint a(0, 2, o);
   std::thread t([&] {
@@ -527,7 +527,7 @@ TEST(TcpFailure, ATimeoutSaysWhatWasPending) {
 
 // Polling before sleeping never stretches a wait past its timeout.
 TEST(TcpFailure, AWaitThatPollsLongerThanTheTimeoutStillTimesOut) {
-  TcpOptions options = quick(300ms);
+  TransportOptions options = quick(300ms);
   options.spin = 10s;
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_THROW(run_endpoint_ranks("tcp", 2, options,

@@ -34,8 +34,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-EndpointOptions quick(std::chrono::milliseconds timeout = 20'000ms) {
-  EndpointOptions o;
+TransportOptions quick(std::chrono::milliseconds timeout = 20'000ms) {
+  TransportOptions o;
   o.timeout = timeout;
   o.token = "test-token";
   return o;
@@ -125,7 +125,7 @@ INSTANTIATE_TEST_SUITE_P(All, ZmqSchemes,
                          });
 
 TEST(ZmqAdmission, WrongTokenIsRefused) {
-  EndpointOptions other = quick(800ms);
+  TransportOptions other = quick(800ms);
   other.token = "not-the-token";
   ZmqEndpoint a(0, 2, quick(800ms));
   ZmqEndpoint b(1, 2, other);

@@ -77,7 +77,7 @@ void wait_for(std::unique_lock<std::mutex>& lock, Shard& shard, InprocWorld& wor
 
 PsTrainResult train_parameter_server(const PsTrainConfig& ps, const TrainConfig& config,
                                      int workers, const Dataset& train, const Dataset& test,
-                                     const InprocOptions& transport,
+                                     const TransportOptions& transport,
                                      const EpochCallback& on_epoch) {
   if (workers < 1) throw ConfigError("workers", "need at least one worker");
   if (ps.servers < 1) throw ConfigError("servers", "need at least one server");

@@ -51,7 +51,7 @@ struct PsTrainResult {
 
 PsTrainResult train_parameter_server(const PsTrainConfig& ps, const TrainConfig& config,
                                      int workers, const Dataset& train, const Dataset& test,
-                                     const InprocOptions& transport = {},
+                                     const TransportOptions& transport = {},
                                      const EpochCallback& on_epoch = {});
 
 }  // namespace gradex

@@ -227,7 +227,7 @@ nlohmann::json TrainJob::config_json() const {
 }
 
 PsTrainResult TrainJob::train_parameter_server(Consistency consistency, int workers, int servers,
-                                               double straggler_ms, const InprocOptions& transport,
+                                               double straggler_ms, const TransportOptions& transport,
                                                const EpochCallback& on_epoch) const {
   GRADEX_ENFORCE(!profile_, "PS consistency training needs the MLP");
   PsTrainConfig ps;
@@ -242,23 +242,8 @@ TrainResult run_training(const std::string& scheme, const SchemeOptions& options
                          const TrainConfig& config, const ModelSource& source,
                          const RankTransport& transport, Trace* trace,
                          const EpochCallback& on_epoch) {
-  if (transport.name == "inproc") {
-    return train_data_parallel(
-        scheme, options, config, source,
-        InprocOptions{transport.timeout, transport.shaping, transport.spin}, trace, on_epoch);
-  }
-  SchemeExchange exchange(make_scheme(scheme, options));
-  training_steps_per_epoch(config, source.samples, exchange.workers());  // fail before connecting
-  EndpointOptions endpoint;
-  endpoint.timeout = transport.timeout;
-  endpoint.spin = transport.spin;
-  endpoint.shaping = transport.shaping;
-  TrainResult result;
-  run_endpoint_ranks(transport.name, exchange.endpoints(), endpoint, [&](Comm& comm) {
-    TrainResult r = train_rank(comm, exchange, config, source, trace, on_epoch);
-    if (comm.rank() == 0) result = std::move(r);
-  });
-  return result;
+  return train_data_parallel(scheme, options, config, source, transport.name, transport.options,
+                             trace, on_epoch);
 }
 
 }  // namespace gradex

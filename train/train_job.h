@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/topology.h"
+#include "transport/options.h"
 #include "config/workload.h"
 #include "train/dataset.h"
 #include "train/profiled_model.h"
@@ -66,7 +67,7 @@ class TrainJob {
   nlohmann::json config_json() const;
   // PS training with a consistency model (the MLP only; in-process ranks).
   PsTrainResult train_parameter_server(Consistency consistency, int workers, int servers,
-                                       double straggler_ms, const InprocOptions& transport,
+                                       double straggler_ms, const TransportOptions& transport,
                                        const EpochCallback& on_epoch) const;
 
  private:
@@ -77,13 +78,12 @@ class TrainJob {
   std::shared_ptr<const Dataset> train_, test_;
 };
 
-// Ranks of one run inside this process: "inproc" threads, or threads each
-// holding a loopback endpoint of a process transport ("tcp", "zmq").
+// Where the ranks of one run live: a World of transport `name` made in this
+// process ("inproc" threads, or threads each holding a loopback endpoint
+// of "tcp" or "zmq"), and its settings.
 struct RankTransport {
   std::string name = "inproc";
-  std::chrono::milliseconds timeout{30'000};
-  std::optional<Topology> shaping;
-  std::chrono::microseconds spin{100};  // how long a wait polls before it sleeps
+  TransportOptions options;
 };
 
 // One configuration: `scheme` over options.workers workers.

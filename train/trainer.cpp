@@ -9,6 +9,7 @@
 #include "common/errors.h"
 #include "schemes/registry.h"
 #include "train/reducer.h"
+#include "transport/world.h"
 
 namespace gradex {
 
@@ -215,7 +216,7 @@ TrainResult train_rank(Comm& comm, GradientExchange& exchange, const TrainConfig
 
 TrainResult train_data_parallel(const std::string& scheme_name, const SchemeOptions& options,
                                 const TrainConfig& config, const Dataset& train,
-                                const Dataset& test, const InprocOptions& transport,
+                                const Dataset& test, const TransportOptions& transport,
                                 Trace* trace, const EpochCallback& on_epoch) {
   ModelSource source;
   source.make_model = [&] { return std::make_unique<Mlp>(config.layers, train); };
@@ -224,20 +225,22 @@ TrainResult train_data_parallel(const std::string& scheme_name, const SchemeOpti
     auto shared = std::make_shared<Mlp>(config.layers, train);
     source.evaluate = [shared, &test](std::span<const float> p) { return shared->evaluate(p, test); };
   }
-  return train_data_parallel(scheme_name, options, config, source, transport, trace, on_epoch);
+  return train_data_parallel(scheme_name, options, config, source, "inproc", transport, trace,
+                             on_epoch);
 }
 
 TrainResult train_data_parallel(const std::string& scheme_name, const SchemeOptions& options,
                                 const TrainConfig& config, const ModelSource& source,
-                                const InprocOptions& transport, Trace* trace,
+                                const std::string& transport,
+                                const TransportOptions& transport_options, Trace* trace,
                                 const EpochCallback& on_epoch) {
   check(config, options.workers);
   SchemeExchange exchange(make_scheme(scheme_name, options));
-  // Bad input fails here, before any rank starts.
+  // Bad input fails here, before any rank starts (or connects).
   training_steps_per_epoch(config, source.samples, exchange.workers());
   TrainResult result;
-  InprocWorld world(exchange.endpoints(), transport);
-  run_ranks(world, [&](Comm& comm) {
+  const auto world = make_world(transport, exchange.endpoints(), transport_options);
+  world->run([&](Comm& comm) {
     TrainResult r = train_rank(comm, exchange, config, source, trace, on_epoch);
     if (comm.rank() == 0) result = std::move(r);
   });

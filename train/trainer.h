@@ -99,17 +99,19 @@ TrainResult train_rank(Comm& comm, GradientExchange& exchange, const TrainConfig
                        const ModelSource& source, Trace* trace = nullptr,
                        const EpochCallback& on_epoch = {});
 
-// train_rank on every endpoint, each a thread of this process.
+// train_rank on every rank of a World of `transport` made in this process
+// (transport/world.h): threads, or threads holding loopback endpoints.
 TrainResult train_data_parallel(const std::string& scheme, const SchemeOptions& options,
                                 const TrainConfig& config, const ModelSource& source,
-                                const InprocOptions& transport = {}, Trace* trace = nullptr,
-                                const EpochCallback& on_epoch = {});
+                                const std::string& transport = "inproc",
+                                const TransportOptions& transport_options = {},
+                                Trace* trace = nullptr, const EpochCallback& on_epoch = {});
 
 // Trains an MLP on `train` with `scheme` over `options.workers` workers.
 // `test` may be empty (then nothing is evaluated).
 TrainResult train_data_parallel(const std::string& scheme, const SchemeOptions& options,
                                 const TrainConfig& config, const Dataset& train,
-                                const Dataset& test, const InprocOptions& transport = {},
+                                const Dataset& test, const TransportOptions& transport = {},
                                 Trace* trace = nullptr, const EpochCallback& on_epoch = {});
 
 }  // namespace gradex

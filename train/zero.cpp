@@ -18,7 +18,7 @@ constexpr std::size_t kSegmentBytes = std::size_t{1} << 20;
 }  // namespace
 
 ZeroResult train_zero(const TrainConfig& config, int workers, const Dataset& train,
-                      const Dataset& test, const InprocOptions& transport,
+                      const Dataset& test, const TransportOptions& transport,
                       const EpochCallback& on_epoch) {
   if (workers < 1) throw ConfigError("workers", "need at least one worker");
   if (config.batch < 1 || config.accumulate < 1 || config.epochs < 1) {

@@ -19,7 +19,7 @@ struct ZeroResult {
 };
 
 ZeroResult train_zero(const TrainConfig& config, int workers, const Dataset& train,
-                      const Dataset& test, const InprocOptions& transport = {},
+                      const Dataset& test, const TransportOptions& transport = {},
                       const EpochCallback& on_epoch = {});
 
 }  // namespace gradex

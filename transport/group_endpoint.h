@@ -14,26 +14,9 @@
 
 #include "common/comm.h"
 #include "common/topology.h"
+#include "transport/options.h"
 
 namespace gradex {
-
-struct EndpointOptions {
-  std::chrono::milliseconds timeout{30'000};
-  // How long a wait polls its connections (yielding the core between polls)
-  // before it sleeps; 0 sleeps at once. Taken by the tcp transport.
-  std::chrono::microseconds spin{100};
-  // Shared secret a connecting peer must present (GRADEX_TOKEN).
-  std::string token;
-  // Where to listen; loopback unless a multi-host run asks otherwise.
-  std::string bind_host = "127.0.0.1";
-  std::uint16_t port = 0;  // 0: any free port
-  // The host peers should dial (defaults to bind_host).
-  std::string advertise_host;
-  // Data frames longer than this are refused before anything is allocated.
-  std::uint64_t max_message_bytes = std::uint64_t{1} << 36;
-  // The NIC model to emulate (common/topology.h); absent: unshaped.
-  std::optional<Topology> shaping;
-};
 
 class GroupEndpoint : public Comm {
  public:
@@ -58,6 +41,6 @@ class GroupEndpoint : public Comm {
 std::vector<std::string> group_transports();
 // Binds and listens; throws ConfigError for an unknown transport name.
 std::unique_ptr<GroupEndpoint> make_group_endpoint(const std::string& transport, int rank,
-                                                   int size, const EndpointOptions& options);
+                                                   int size, const TransportOptions& options);
 
 }  // namespace gradex

@@ -10,7 +10,7 @@
 
 namespace gradex {
 
-void run_endpoint_ranks(const std::string& transport, int size, const EndpointOptions& options,
+void run_endpoint_ranks(const std::string& transport, int size, const TransportOptions& options,
                         const std::function<void(Comm&)>& body) {
   std::vector<std::unique_ptr<GroupEndpoint>> endpoints;
   std::vector<std::string> addresses;

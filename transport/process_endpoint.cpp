@@ -18,7 +18,7 @@ double seconds(std::chrono::microseconds d) { return std::chrono::duration<doubl
 double seconds(std::chrono::milliseconds d) { return std::chrono::duration<double>(d).count(); }
 }  // namespace
 
-ProcessEndpoint::ProcessEndpoint(int rank, int size, EndpointOptions options)
+ProcessEndpoint::ProcessEndpoint(int rank, int size, TransportOptions options)
     : rank_(rank),
       size_(size),
       options_(std::move(options)),

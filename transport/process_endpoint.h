@@ -66,7 +66,7 @@ using OutgoingPtr = std::shared_ptr<Outgoing>;
 
 class ProcessEndpoint : public GroupEndpoint {
  public:
-  ProcessEndpoint(int rank, int size, EndpointOptions options);
+  ProcessEndpoint(int rank, int size, TransportOptions options);
 
   int rank() const final { return rank_; }
   int size() const final { return size_; }
@@ -136,7 +136,7 @@ class ProcessEndpoint : public GroupEndpoint {
   bool said_bye(int peer) const { return said_bye_[static_cast<std::size_t>(peer)] != 0; }
   // A peer that closed its end after its goodbye reads nothing more.
   bool gone(int peer) const { return gone_[static_cast<std::size_t>(peer)] != 0; }
-  const EndpointOptions& options() const { return options_; }
+  const TransportOptions& options() const { return options_; }
   // connect() succeeded: sends may go out.
   void mark_connected() { connected_ = true; }
   bool connected() const { return connected_; }
@@ -149,7 +149,7 @@ class ProcessEndpoint : public GroupEndpoint {
 
   int rank_;
   int size_;
-  EndpointOptions options_;
+  TransportOptions options_;
   std::optional<PortShaper> shaper_;
   Matcher<OpPtr, EarlyPtr> matcher_;
   FirstFailure failure_;

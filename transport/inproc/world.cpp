@@ -50,7 +50,7 @@ class InprocComm;
 
 struct InprocWorld::Impl {
   int size;
-  InprocOptions options;
+  TransportOptions options;
   std::optional<LinkShaper> shaper;
   std::vector<Mailbox> mailboxes;
   std::vector<RankSync> sync;
@@ -62,7 +62,7 @@ struct InprocWorld::Impl {
   // drains these before unwinding so no copy lands in freed memory.
   std::atomic<int> in_flight{0};
 
-  Impl(int n, InprocOptions opts);
+  Impl(int n, TransportOptions opts);
   void complete(Op& op, std::string error = {});
   void transfer(Op& send, Op& recv);
   void drain_transfers() const;
@@ -141,7 +141,7 @@ class InprocComm final : public Comm {
     throw TimeoutError(what);
   }
 
-  // Polls `op` for up to InprocOptions::spin, yielding the core between
+  // Polls `op` for up to TransportOptions::spin, yielding the core between
   // polls, and says whether the wait is over (done or aborted). A message
   // that lands within the spin costs no sleep and no wake-up, which on a
   // VM go through the hypervisor (the README's "Waits" measures both).
@@ -188,7 +188,7 @@ class InprocComm final : public Comm {
 
 }  // namespace
 
-InprocWorld::Impl::Impl(int n, InprocOptions opts)
+InprocWorld::Impl::Impl(int n, TransportOptions opts)
     : size(n), options(std::move(opts)), mailboxes(static_cast<std::size_t>(n)),
       sync(static_cast<std::size_t>(n)) {
   if (options.shaping) {
@@ -224,7 +224,7 @@ void InprocWorld::Impl::throw_aborted(int me) {
                       detail::concat("rank ", me, ": peer rank ", who, " failed: ", failure.why()));
 }
 
-InprocWorld::InprocWorld(int size, InprocOptions options) {
+InprocWorld::InprocWorld(int size, TransportOptions options) {
   GRADEX_ENFORCE(size >= 1, "an in-process world needs at least one rank, got ", size);
   impl_ = std::make_unique<Impl>(size, std::move(options));
   for (int r = 0; r < size; ++r) {
@@ -235,6 +235,8 @@ InprocWorld::InprocWorld(int size, InprocOptions options) {
 InprocWorld::~InprocWorld() = default;
 
 int InprocWorld::size() const { return impl_->size; }
+
+void InprocWorld::run(const std::function<void(Comm&)>& body) { run_ranks(*this, body); }
 
 Comm& InprocWorld::comm(int rank) {
   GRADEX_ENFORCE(rank >= 0 && rank < impl_->size, "rank ", rank, " out of range");

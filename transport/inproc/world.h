@@ -18,26 +18,22 @@
 
 #include "common/comm.h"
 #include "common/topology.h"
+#include "transport/options.h"
+#include "transport/world.h"
 
 namespace gradex {
 
-struct InprocOptions {
-  std::chrono::milliseconds timeout{30'000};
-  std::optional<Topology> shaping;  // absent: as fast as memory allows
-  // How long a wait polls (yielding the core) before it sleeps; 0 sleeps
-  // at once. The scenario's "spin_us", as for the process transports.
-  std::chrono::microseconds spin{100};
-};
-
-class InprocWorld {
+class InprocWorld final : public World {
  public:
-  InprocWorld(int size, InprocOptions options = {});
+  InprocWorld(int size, TransportOptions options = {});
   ~InprocWorld();
   InprocWorld(const InprocWorld&) = delete;
   InprocWorld& operator=(const InprocWorld&) = delete;
 
-  int size() const;
+  int size() const override;
   Comm& comm(int rank);
+  // One thread per rank (run_ranks).
+  void run(const std::function<void(Comm&)>& body) override;
 
   // Fails the whole group: every pending and future wait throws
   // PeerLostError naming `failed_rank`. The first call wins; later calls

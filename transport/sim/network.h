@@ -1,4 +1,4 @@
-// The simulator's network: DESIGN.md's NIC model (common/topology.h, the
+// The simulator's network: docs/architecture.md's NIC model (common/topology.h, the
 // same Topology and LinkSpec the in-process shaper uses) as a fluid model.
 //
 // Every endpoint has an intra-node egress and ingress port and an

@@ -68,7 +68,8 @@ class SimComm;
 
 struct SimWorld::Impl {
   int size;
-  SimOptions options;
+  Topology topology;
+  bool phantom = true;
   Network network;
   std::vector<std::unique_ptr<SimComm>> comms;
   std::vector<RankState> ranks;
@@ -88,7 +89,7 @@ struct SimWorld::Impl {
   int failed_rank = -1;
   std::string abort_reason;
 
-  Impl(int n, SimOptions opts);
+  Impl(int n, Topology topo, bool phantom_payloads);
   void push(Event e) {
     e.seq = seq++;
     events.push(std::move(e));
@@ -151,7 +152,7 @@ class SimComm final : public Comm {
   // Not a wall-clock limit: a simulated wait ends or the run deadlocks, and
   // a deadlock is detected exactly (no event can ever wake anyone).
   std::chrono::milliseconds timeout() const override { return std::chrono::milliseconds(0); }
-  bool phantom_payloads() const override { return world_.options.phantom_payloads; }
+  bool phantom_payloads() const override { return world_.phantom; }
 
  protected:
   std::shared_ptr<RequestState> start_send(int peer, const void* data, std::size_t bytes,
@@ -192,10 +193,11 @@ class SimComm final : public Comm {
 
 }  // namespace
 
-SimWorld::Impl::Impl(int n, SimOptions opts)
+SimWorld::Impl::Impl(int n, Topology topo, bool phantom_payloads)
     : size(n),
-      options(std::move(opts)),
-      network(options.topology, [this](double t, int flow, std::uint64_t version) {
+      topology(std::move(topo)),
+      phantom(phantom_payloads),
+      network(topology, [this](double t, int flow, std::uint64_t version) {
         Event e;
         e.kind = Event::flow_done;
         e.time = t;
@@ -358,10 +360,13 @@ std::string SimWorld::Impl::describe_stuck() const {
                         " ranks blocked with no message in flight: ", out);
 }
 
-SimWorld::SimWorld(int size, SimOptions options) {
+SimWorld::SimWorld(int size, const TransportOptions& options) {
   GRADEX_ENFORCE(size >= 1, "a simulated world needs at least one rank, got ", size);
-  GRADEX_ENFORCE_EQ(options.topology.endpoints(), size, "simulated topology size");
-  impl_ = std::make_unique<Impl>(size, std::move(options));
+  // Unshaped: every endpoint on one node of instantaneous links.
+  Topology topology = options.shaping ? *options.shaping
+                                      : Topology::grouped(size, size, 0, LinkSpec{}, LinkSpec{});
+  GRADEX_ENFORCE_EQ(topology.endpoints(), size, "simulated topology size");
+  impl_ = std::make_unique<Impl>(size, std::move(topology), options.phantom_payloads);
   for (int r = 0; r < size; ++r) impl_->comms.push_back(std::make_unique<SimComm>(*impl_, r));
 }
 
@@ -385,7 +390,7 @@ void SimWorld::run(const std::function<void(Comm&)>& body) {
   w.fibers.clear();
   for (int r = 0; r < n; ++r) {
     Comm& c = comm(r);
-    w.fibers.push_back(std::make_unique<Fiber>([&body, &c] { body(c); }, w.options.stack_bytes));
+    w.fibers.push_back(std::make_unique<Fiber>([&body, &c] { body(c); }, kFiberStackBytes));
     w.runnable.push_back(r);
   }
   int finished = 0;

@@ -33,14 +33,12 @@
 
 #include "common/comm.h"
 #include "common/topology.h"
+#include "transport/world.h"
 
 namespace gradex::sim {
 
-struct SimOptions {
-  Topology topology;            // one endpoint per rank; unshaped = instantaneous links
-  bool phantom_payloads = true; // schemes allocate no payload memory
-  std::size_t stack_bytes = std::size_t{256} << 10;
-};
+// Each rank's fiber stack: the schemes' frames are shallow.
+inline constexpr std::size_t kFiberStackBytes = std::size_t{256} << 10;
 
 struct SimStats {
   std::uint64_t events = 0;         // network and timer events processed
@@ -48,14 +46,18 @@ struct SimStats {
   std::uint64_t context_switches = 0;
 };
 
-class SimWorld {
+class SimWorld final : public World {
  public:
-  SimWorld(int size, SimOptions options);
+  // options.shaping is the network, one endpoint per rank (absent:
+  // instantaneous links); options.phantom_payloads says whether buffers are
+  // phantoms. Timeouts and spins do not apply: a simulated wait ends or the
+  // run deadlocks, and a deadlock is detected exactly.
+  SimWorld(int size, const TransportOptions& options);
   ~SimWorld();
   SimWorld(const SimWorld&) = delete;
   SimWorld& operator=(const SimWorld&) = delete;
 
-  int size() const;
+  int size() const override;
   Comm& comm(int rank);
   // Virtual seconds since the world was made; only moves inside run().
   double now() const;
@@ -64,7 +66,7 @@ class SimWorld {
   // Runs `body` on every rank as fibers until all return (virtual time
   // carries over between calls). Rethrows the first rank's error, or a
   // TimeoutError on deadlock.
-  void run(const std::function<void(Comm&)>& body);
+  void run(const std::function<void(Comm&)>& body) override;
 
   struct Impl;
 

@@ -352,11 +352,11 @@ struct TcpEndpoint::Impl {
   }
 };
 
-TcpEndpoint::TcpEndpoint(int rank, int size, TcpOptions options)
+TcpEndpoint::TcpEndpoint(int rank, int size, TransportOptions options)
     : ProcessEndpoint(rank, size, std::move(options)),
       impl_(std::make_unique<Impl>(*this, rank, size)) {
   Impl& m = *impl_;
-  const EndpointOptions& o = this->options();
+  const TransportOptions& o = this->options();
   wire::require_token_beyond_loopback(o.bind_host, o.token);
   boost::system::error_code ec;
   const auto host = asio::ip::make_address(o.bind_host, ec);

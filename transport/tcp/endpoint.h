@@ -23,12 +23,11 @@
 
 namespace gradex {
 
-using TcpOptions = EndpointOptions;
 
 class TcpEndpoint final : public transport::ProcessEndpoint {
  public:
   // Binds and listens; throws ConfigError when the address is unusable.
-  TcpEndpoint(int rank, int size, TcpOptions options);
+  TcpEndpoint(int rank, int size, TransportOptions options);
   ~TcpEndpoint() override;
   TcpEndpoint(const TcpEndpoint&) = delete;
   TcpEndpoint& operator=(const TcpEndpoint&) = delete;

@@ -321,11 +321,11 @@ struct ZmqEndpoint::Impl {
   }
 };
 
-ZmqEndpoint::ZmqEndpoint(int rank, int size, EndpointOptions options)
+ZmqEndpoint::ZmqEndpoint(int rank, int size, TransportOptions options)
     : ProcessEndpoint(rank, size, std::move(options)),
       impl_(std::make_unique<Impl>(*this, rank, size)) {
   Impl& m = *impl_;
-  const EndpointOptions& o = this->options();
+  const TransportOptions& o = this->options();
   wire::require_token_beyond_loopback(o.bind_host, o.token);
   m.wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   GRADEX_ENFORCE(m.wake_fd >= 0, "eventfd failed: ", std::strerror(errno));
@@ -385,7 +385,7 @@ void ZmqEndpoint::connect(const std::vector<std::string>& addresses) {
   Impl& m = *impl_;
   GRADEX_ENFORCE_EQ(static_cast<int>(addresses.size()), m.size, "one address per rank");
   GRADEX_ENFORCE(!connected(), "connect() called twice");
-  const EndpointOptions& o = options();
+  const TransportOptions& o = options();
   const auto deadline = std::chrono::steady_clock::now() + o.timeout;
   const auto n = static_cast<std::size_t>(m.size);
   std::vector<wire::Exchange> outgoing(n);  // our exchange with each peer's ROUTER

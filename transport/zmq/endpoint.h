@@ -38,7 +38,7 @@ namespace gradex {
 class ZmqEndpoint final : public transport::ProcessEndpoint {
  public:
   // Binds the ROUTER; throws ConfigError when the address is unusable.
-  ZmqEndpoint(int rank, int size, EndpointOptions options);
+  ZmqEndpoint(int rank, int size, TransportOptions options);
   ~ZmqEndpoint() override;
   ZmqEndpoint(const ZmqEndpoint&) = delete;
   ZmqEndpoint& operator=(const ZmqEndpoint&) = delete;
