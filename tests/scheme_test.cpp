@@ -8,29 +8,12 @@
 
 #include "runner/measure.h"
 #include "schemes/registry.h"
+#include "scheme_options.h"
 
 namespace gradex {
 namespace {
 
-// Options that make every scheme valid at world size n: hierarchical needs
-// nodes that divide n (the largest divisor <= 4 that leaves >= 2 nodes, if
-// any), and its inter-node phase cycles through the flat all-reduces; the
-// PS gets two servers when there are enough workers.
-SchemeOptions options_for(int n) {
-  SchemeOptions o;
-  o.workers = n;
-  o.segment_bytes = 64 * 1024;  // several segments per block at the larger counts
-  o.ranks_per_node = 1;
-  for (int g = 4; g >= 2; --g) {
-    if (n % g == 0 && n / g >= 2) {
-      o.ranks_per_node = g;
-      break;
-    }
-  }
-  o.inter_algorithm = n == 4 ? "ring" : n == 8 ? "halving_doubling" : "tree";
-  o.servers = n >= 4 ? 2 : 1;
-  return o;
-}
+using testing::options_for;
 
 Measurement run(const std::string& name, int n, std::size_t count, DType dtype, ReduceOp op) {
   auto scheme = make_scheme(name, options_for(n));
@@ -40,7 +23,7 @@ Measurement run(const std::string& name, int n, std::size_t count, DType dtype, 
   req.op = op;
   req.warmup_iters = 1;
   req.iters = 2;
-  req.options.timeout = std::chrono::milliseconds(60'000);
+  req.options = testing::transport_options();
   return measure(*scheme, req);
 }
 

@@ -1,7 +1,8 @@
-// The simulated transport: the same schemes on virtual time. Results with
-// real buffers match the reference and the declared traffic; timings match
-// the NIC model in closed form where there is no contention; fair sharing,
-// determinism and deadlock detection behave as documented in transport/sim/world.h.
+// What only the simulator has: timings that match the NIC model in closed
+// form where there is no contention, fair sharing, determinism, deadlock
+// detection and scale (transport/sim/world.h). The contract every transport
+// keeps, and every scheme over it with real buffers, are tested in
+// transport_conformance_test.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include "common/errors.h"
 #include "schemes/registry.h"
 #include "runner/simulate.h"
+#include "scheme_options.h"
 #include "transport/sim/world.h"
 
 namespace gradex::sim {
@@ -20,46 +22,6 @@ constexpr double kGB = 1e9;
 Topology flat(int endpoints, double bytes_per_second, double latency) {
   return Topology::grouped(endpoints, 1, 0, {}, {bytes_per_second, latency});
 }
-
-SchemeOptions options_for(int n) {
-  SchemeOptions o;
-  o.workers = n;
-  o.segment_bytes = 64 * 1024;
-  o.ranks_per_node = n % 2 == 0 && n >= 4 ? 2 : 1;
-  o.servers = n >= 4 ? 2 : 1;
-  return o;
-}
-
-// ---- every registered scheme, real buffers ----------------------------------
-
-class SimSchemes : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
-
-TEST_P(SimSchemes, MatchReferenceAndDeclaredTraffic) {
-  const auto& [name, n] = GetParam();
-  auto scheme = make_scheme(name, options_for(n));
-  for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t(n) * 37 + 3}) {
-    SimRequest req;
-    req.count = count;
-    req.phantom = false;
-    req.topology = Topology::grouped(n, options_for(n).ranks_per_node,
-                                     scheme->endpoints() - n, {100 * kGB, 1e-6}, {10 * kGB, 5e-6});
-    const SimResult r = simulate_allreduce(*scheme, req);
-    EXPECT_EQ(r.wrong, 0u) << "count " << count;
-    for (int e = 0; e < scheme->endpoints(); ++e) {
-      const Traffic want = scheme->expected_traffic(e, count, DType::f32);
-      EXPECT_EQ(r.traffic[static_cast<std::size_t>(e)], want) << "endpoint " << e << " count " << count;
-    }
-  }
-}
-
-
-INSTANTIATE_TEST_SUITE_P(Registry, SimSchemes,
-                         ::testing::Combine(::testing::ValuesIn(portable_scheme_names()),
-                                            ::testing::Values(1, 2, 3, 4, 5, 8)),
-                         [](const auto& info) {
-                           return std::get<0>(info.param) + "_n" +
-                                  std::to_string(std::get<1>(info.param));
-                         });
 
 // ---- timings in closed form ---------------------------------------------------
 
@@ -94,7 +56,7 @@ TEST(SimTiming, ParameterServerSharesTheServerNicFairly) {
 }
 
 TEST(SimTiming, IsDeterministic) {
-  auto scheme = make_scheme("tree", options_for(7));
+  auto scheme = make_scheme("tree", gradex::testing::options_for(7));
   SimRequest req;
   req.count = 100'003;
   req.topology = Topology::grouped(7, 1, 0, {}, {3 * kGB, 2e-6});
@@ -185,24 +147,6 @@ TEST(SimFailures, DeadlockNamesTheStuckRanks) {
         << what;
     EXPECT_NE(what.find("rank 1 is waiting to receive from rank 0"), std::string::npos) << what;
   }
-}
-
-TEST(SimFailures, RankErrorIsRethrownAndOthersUnwind) {
-  SimWorld world(4, TransportOptions{.shaping = flat(4, kGB, 0)});
-  EXPECT_THROW(world.run([](Comm& c) {
-                 if (c.rank() == 2) throw ConfigError("x", "rank 2 gives up");
-                 c.recv(2, nullptr, 4, 0);
-               }),
-               ConfigError);
-}
-
-TEST(SimFailures, SizeMismatchIsAnError) {
-  SimWorld world(2, TransportOptions{.shaping = flat(2, kGB, 0)});
-  EXPECT_THROW(world.run([](Comm& c) {
-                 if (c.rank() == 0) c.send(1, nullptr, 8, 0);
-                 else c.recv(0, nullptr, 4, 0);
-               }),
-               InvariantError);
 }
 
 // ---- scale ------------------------------------------------------------------

@@ -1,7 +1,7 @@
-// The TCP transport over loopback, ranks as threads (each with its own
-// endpoint and sockets): matching rules, every registered scheme against
-// the reference and its declared traffic, hostile input, and failures that
-// end in errors naming the peer instead of hangs.
+// What only the TCP transport has: its waits and frames at every size,
+// link shaping split across processes, hostile input at admission, and the
+// text of its timeouts. The contract every transport keeps, and every
+// scheme over it, are tested in transport_conformance_test.cpp.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
@@ -72,31 +72,6 @@ TEST(Tcp, ShortMessagesAfterLongOnesNeverStall) {
   });
 }
 
-
-TEST(Tcp, SameTagArrivesInOrderAndTagsSeparateStreams) {
-  run_endpoint_ranks("tcp", 2, quick(), [](Comm& c) {
-    if (c.rank() == 0) {
-      int v[3] = {0, 10, 20};
-      std::vector<Request> rs;
-      for (int& x : v) rs.push_back(c.isend(1, &x, sizeof x, 7));
-      int a = 1, b = 2;
-      rs.push_back(c.isend(1, &a, sizeof a, 1));
-      rs.push_back(c.isend(1, &b, sizeof b, 2));
-      c.wait_all(rs);
-    } else {
-      int y = 0, x = 0;
-      Request ry = c.irecv(0, &y, sizeof y, 2);  // posted before tag 1 arrives
-      std::vector<int> got(3);
-      for (int& g : got) c.recv(0, &g, sizeof g, 7);
-      c.recv(0, &x, sizeof x, 1);
-      c.wait(ry);
-      EXPECT_EQ(got, (std::vector<int>{0, 10, 20}));
-      EXPECT_EQ(x, 1);
-      EXPECT_EQ(y, 2);
-    }
-  });
-}
-
 // Waits that sleep at once (spin 0) and waits that poll for long (so most
 // messages arrive while polling) must deliver alike.
 class TcpSpin : public ::testing::TestWithParam<int> {};
@@ -133,75 +108,6 @@ TEST_P(TcpSpin, EarlyAndLateMessagesOfEverySizeArriveIntact) {
 
 INSTANTIATE_TEST_SUITE_P(Waits, TcpSpin, ::testing::Values(0, 100, 50'000),
                          [](const auto& info) { return "spin_us_" + std::to_string(info.param); });
-
-TEST(Tcp, MessagesToSelfAndSizeMismatchIsAnError) {
-  run_endpoint_ranks("tcp", 1, quick(), [](Comm& c) {
-    int a = 5, b = 0;
-    Request s = c.isend(0, &a, sizeof a, 3);
-    c.recv(0, &b, sizeof b, 3);
-    c.wait(s);
-    EXPECT_EQ(b, 5);
-    EXPECT_EQ(c.traffic().bytes_sent, 0u);
-  });
-  EXPECT_THROW(run_endpoint_ranks("tcp", 2, quick(),
-                             [](Comm& c) {
-                               std::vector<char> buf(16);
-                               if (c.rank() == 0) c.send(1, buf.data(), 8, 1);
-                               else c.recv(0, buf.data(), 16, 1);
-                             }),
-               InvariantError);
-}
-
-// ---- every scheme -------------------------------------------------------------
-
-SchemeOptions options_for(int n) {
-  SchemeOptions o;
-  o.workers = n;
-  o.segment_bytes = 64 * 1024;
-  for (int g = 4; g >= 2; --g) {
-    if (n % g == 0 && n / g >= 2) {
-      o.ranks_per_node = g;
-      break;
-    }
-  }
-  o.inter_algorithm = n == 4 ? "ring" : "tree";
-  o.servers = n >= 4 ? 2 : 1;
-  return o;
-}
-
-class TcpSchemes : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
-
-TEST_P(TcpSchemes, MatchReferenceAndDeclaredTraffic) {
-  const auto& [name, n] = GetParam();
-  auto scheme = make_scheme(name, options_for(n));
-  for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t(n) * 37 + 3,
-                            std::size_t{200'003}}) {
-    MeasureRequest req;
-    req.count = count;
-    req.warmup_iters = 1;
-    req.iters = 2;
-    Measurement result;
-    run_endpoint_ranks("tcp", scheme->endpoints(), quick(), [&](Comm& c) {
-      Measurement m = measure_group(c, *scheme, req);
-      if (c.rank() == 0) result = m;
-    });
-    EXPECT_EQ(result.wrong, 0u) << "count " << count;
-    ASSERT_EQ(static_cast<int>(result.traffic.size()), scheme->endpoints());
-    for (int e = 0; e < scheme->endpoints(); ++e) {
-      EXPECT_EQ(result.traffic[e], scheme->expected_traffic(e, count, DType::f32))
-          << "endpoint " << e << ", count " << count;
-    }
-  }
-}
-
-
-INSTANTIATE_TEST_SUITE_P(All, TcpSchemes,
-                         ::testing::Combine(::testing::ValuesIn(portable_scheme_names()),
-                                            ::testing::Values(1, 2, 3, 4, 5)),
-                         [](const auto& info) {
-                           return std::get<0>(info.param) + "_n" +
-                                  std::to_string(std::get<1>(info.param));
-                         });
 
 // ---- link shaping across processes ---------------------------------------------
 
@@ -475,34 +381,6 @@ TEST(TcpAdmission, AnOversizedFrameFromAnAdmittedPeerNamesIt) {
 }
 
 // ---- failures -----------------------------------------------------------------
-
-TEST(TcpFailure, ARankThatThrowsEndsTheOthersWithItsName) {
-  const auto t0 = std::chrono::steady_clock::now();
-  try {
-    run_endpoint_ranks("tcp", 4, quick(20'000ms), [](Comm& c) {
-      if (c.rank() == 2) throw std::runtime_error("rank 2 broke on purpose");
-      int x = 0;
-      c.recv((c.rank() + 3) % 4, &x, sizeof x, 1);  // never sent
-    });
-    FAIL() << "the group should fail";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("on purpose"), std::string::npos) << e.what();
-  }
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
-}
-
-TEST(TcpFailure, AWaitThatTimesOutNamesThePeer) {
-  try {
-    run_endpoint_ranks("tcp", 2, quick(300ms), [](Comm& c) {
-      int x = 0;
-      if (c.rank() == 0) c.recv(1, &x, sizeof x, 5);
-      else std::this_thread::sleep_for(600ms);
-    });
-    FAIL() << "rank 0 should time out";
-  } catch (const TimeoutError& e) {
-    EXPECT_NE(std::string(e.what()).find("receive from rank 1"), std::string::npos) << e.what();
-  }
-}
 
 // A timeout also says what the endpoint had in hand: here the receive it
 // waits for, and a message under another tag that nobody receives.
