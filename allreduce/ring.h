@@ -34,7 +34,7 @@ class RingScheme final : public Scheme {
   using Scheme::Scheme;
   void allreduce(Comm& comm, Tensor data, ReduceOp op) override;
   Traffic expected_traffic(int endpoint, std::size_t count, DType dtype) const override;
-  // 2(n-1) (a + S / (n B)) over the slowest hop: DESIGN.md's
+  // 2(n-1) (a + S / (n B)) over the slowest hop: docs/architecture.md's
   // 2(n-1) a + 2 (n-1)/n S / B; summed over the slices when sliced.
   double model_time(std::size_t bytes, const Topology& topology) const override;
 };

@@ -34,7 +34,7 @@ class TreeScheme final : public Scheme {
   using Scheme::Scheme;
   void allreduce(Comm& comm, Tensor data, ReduceOp op) override;
   Traffic expected_traffic(int endpoint, std::size_t count, DType dtype) const override;
-  // An approximation, not DESIGN.md's unpipelined 2 log2(N) (a + S / B):
+  // An approximation, not docs/architecture.md's unpipelined 2 log2(N) (a + S / B):
   // this tree is pipelined, so the busiest port's bytes over B, plus the
   // pipeline filling and draining, 2 depth (a + segment / B).
   double model_time(std::size_t bytes, const Topology& topology) const override;

@@ -2,10 +2,10 @@
 // worker pushes shard k of its gradient to server k, each server combines
 // the pushes of its shard and every worker pulls all shards back.
 //
-// Cost (DESIGN.md): a server's NIC carries W shards in, then W shards out,
+// Cost (docs/architecture.md, Cost model): a server's NIC carries W shards in, then W shards out,
 // so one server takes 2 (a + W S / B) and k servers 2 (a + W S / (k B)),
-// against the ring's 2 (N-1)/N S / B: the bottleneck document 004 describes.
-// Push then pull is the reading document 004's claim A5 assumes. Pipelined
+// against the ring's 2 (N-1)/N S / B: the bandwidth bottleneck of claims A1-A5 (docs/architecture.md).
+// Push then pull is the reading claim A5 assumes. Pipelined
 // (BytePS's partitioning), shards move in chunks of segment_bytes and a
 // server returns each chunk's sum while the next chunk comes in, so its
 // ingress and egress work at once: about a + W S / (k B) plus one chunk.
@@ -31,7 +31,7 @@ class ParameterServerScheme final : public Scheme {
   void allreduce(Comm& comm, Tensor data, ReduceOp op) override;
   Traffic expected_traffic(int endpoint, std::size_t count, DType dtype) const override;
   // Push, then pull, each a + (bytes through the busiest port) / B: with
-  // dedicated servers 2 (a + W S / (k B)) (DESIGN.md), and a worker's own
+  // dedicated servers 2 (a + W S / (k B)) (docs/architecture.md, Cost model), and a worker's own
   // NIC when it is the busier (more servers than workers, co-location).
   // Pipelined: the busiest port's bytes once, plus one chunk's share of
   // them to fill and drain the pipeline.

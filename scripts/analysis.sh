@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates results/analysis/: document 004's claims A1-A17 with the
+# Regenerates results/analysis/: claims A1-A17 (docs/architecture.md) with the
 # document's figure, the cost model, the simulation and a verdict, plus the
 # shaped-real-run vs simulation check. Builds gradex first if needed.
 set -euo pipefail
