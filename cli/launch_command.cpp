@@ -16,10 +16,7 @@
 #include <random>
 #include <sstream>
 
-// Boost 1.74's asio/awaitable.hpp uses std::exchange without including it.
 #include <utility>
-
-#include <boost/asio.hpp>
 
 #include "cli/command.h"
 #include "cli/message_limit.h"
@@ -29,9 +26,8 @@
 #include "common/cancel.h"
 #include "common/errors.h"
 #include "transport/group_endpoint.h"
-#include "transport/wire/auth.h"
-#include "transport/rendezvous.h"
 #include "runner/group_run.h"
+#include "runner/join_group.h"
 #include "runner/launch_env.h"
 #include "runner/report.h"
 #include "runner/spawn.h"
@@ -45,17 +41,6 @@ struct LaunchFlags {
   int workers = 0;
   bool quiet = false;
 };
-
-// 32 bytes from the CSPRNG: the children's only defence on a shared host.
-std::string random_token() { return wire::random_hex(32); }
-
-// A port nobody uses right now, for rank 0's store. Another program could
-// take it before rank 0 binds it; rank 0 then fails with a clear error.
-int free_loopback_port() {
-  boost::asio::io_context io;
-  boost::asio::ip::tcp::acceptor a(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
-  return a.local_endpoint().port();
-}
 
 // The participant's command line: the launcher's, minus what only the
 // launcher needs.
@@ -78,7 +63,7 @@ int run_launcher(const LaunchFlags& f, const RunPlan& plan) {
   const int size = group_size(plan);
   const char* token = std::getenv("GRADEX_TOKEN");
   const EnvVars env = {
-      {"GRADEX_RENDEZVOUS", "127.0.0.1:" + std::to_string(free_loopback_port())},
+      {"GRADEX_RENDEZVOUS", free_loopback_rendezvous()},
       {"GRADEX_TOKEN", token && *token ? token : random_token()},
   };
   throw_if_cancelled();  // a signal before the ranks start: start none
@@ -104,28 +89,9 @@ int run_participant(const LaunchEnv& env, const LaunchFlags& f, const RunPlan& p
   TransportOptions options;
   options.timeout = sc.timeout;
   options.spin = sc.spin;
-  options.token = env.token;
-  options.bind_host = env.bind_host;
-  options.advertise_host = env.advertise;
   options.max_message_bytes = message_limit(plan, job ? &*job : nullptr);
-  const auto owned = make_group_endpoint(sc.transport, env.rank, size, options);
+  const auto owned = join_group(env, sc.transport, size, options);
   GroupEndpoint& endpoint = *owned;
-  {
-    std::unique_ptr<tcp::RendezvousServer> store;
-    if (env.rank == 0) {
-      store = std::make_unique<tcp::RendezvousServer>(env.rendezvous, size, env.token, sc.timeout);
-    }
-    std::vector<std::string> addresses;
-    try {
-      addresses = tcp::rendezvous(env.rendezvous, env.rank, size, env.token, endpoint.address(),
-                                  sc.timeout);
-    } catch (const TimeoutError& e) {
-      // Rank 0 hosts the store, so it can say who never came.
-      if (!store) throw;
-      throw TimeoutError(detail::concat(e.what(), "; ", tcp::never_registered(store->missing())));
-    }
-    endpoint.connect(addresses);
-  }
   std::ostream& out = std::cout;
   const bool printing = env.rank == 0;
   if (printing) {

@@ -1,0 +1,47 @@
+#include "runner/join_group.h"
+
+// Boost 1.74's asio/awaitable.hpp uses std::exchange without including it.
+#include <utility>
+
+#include <boost/asio.hpp>
+
+#include <vector>
+
+#include "common/errors.h"
+#include "transport/rendezvous.h"
+#include "transport/wire/auth.h"
+
+namespace gradex {
+
+std::string free_loopback_rendezvous() {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor a(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  return "127.0.0.1:" + std::to_string(a.local_endpoint().port());
+}
+
+std::string random_token() { return wire::random_hex(32); }
+
+std::unique_ptr<GroupEndpoint> join_group(const LaunchEnv& env, const std::string& transport,
+                                          int size, TransportOptions options) {
+  options.token = env.token;
+  options.bind_host = env.bind_host;
+  options.advertise_host = env.advertise;
+  auto endpoint = make_group_endpoint(transport, env.rank, size, options);
+  std::unique_ptr<tcp::RendezvousServer> store;
+  if (env.rank == 0) {
+    store = std::make_unique<tcp::RendezvousServer>(env.rendezvous, size, env.token,
+                                                    options.timeout);
+  }
+  std::vector<std::string> addresses;
+  try {
+    addresses = tcp::rendezvous(env.rendezvous, env.rank, size, env.token, endpoint->address(),
+                                options.timeout);
+  } catch (const TimeoutError& e) {
+    if (!store) throw;
+    throw TimeoutError(detail::concat(e.what(), "; ", tcp::never_registered(store->missing())));
+  }
+  endpoint->connect(addresses);
+  return endpoint;
+}
+
+}  // namespace gradex

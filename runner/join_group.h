@@ -1,0 +1,32 @@
+// Bootstrapping a launched run, torchrun-style: the launcher picks where
+// rank 0's rendezvous store listens and the run's token; every participant
+// makes its endpoint, registers its address with the store and connects to
+// every peer it learns of.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "runner/launch_env.h"
+#include "transport/group_endpoint.h"
+#include "transport/options.h"
+
+namespace gradex {
+
+// "127.0.0.1:<a port nobody uses right now>" for rank 0's store. Another
+// program could take the port before rank 0 binds it; rank 0 then fails
+// with a clear error.
+std::string free_loopback_rendezvous();
+
+// 32 random bytes (hex) from the CSPRNG: the run's token when the user gives
+// none, the ranks' only defence on a shared host.
+std::string random_token();
+
+// This process's endpoint of `transport` in a group of `size`, connected:
+// env gives the rank, the store, the token and the addresses; `options`
+// the timeout, spin and frame limit. Rank 0 hosts the store, so its
+// TimeoutError names the ranks that never registered.
+std::unique_ptr<GroupEndpoint> join_group(const LaunchEnv& env, const std::string& transport,
+                                          int size, TransportOptions options);
+
+}  // namespace gradex
