@@ -7,16 +7,9 @@
 
 #include <functional>
 
-namespace gradex::cli {
+#include "runner/exit_codes.h"
 
-// Exit codes shared by every subcommand.
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailed = 1;    // a run failed: timeout, lost peer
-inline constexpr int kExitBadInput = 2;  // malformed scenario, wrong flag
-inline constexpr int kExitWrong = 3;     // results wrong or traffic off-model
-// A run cancelled by SIGINT or SIGTERM exits with kExitCancelled + signal
-// (130, 143), as a shell reports a process killed by it, and writes nothing.
-inline constexpr int kExitCancelled = 128;
+namespace gradex::cli {
 
 struct Command {
   CLI::App* app;

@@ -19,10 +19,10 @@
 #include <utility>
 
 #include "cli/command.h"
-#include "cli/message_limit.h"
+#include "runner/message_limit.h"
 #include "baselines/mpi_job.h"
 #include "cli/scenario_flags.h"
-#include "cli/train_scenario.h"
+#include "runner/train_plan.h"
 #include "common/cancel.h"
 #include "common/errors.h"
 #include "transport/group_endpoint.h"

@@ -12,6 +12,7 @@
 #include "common/errors.h"
 
 int main(int argc, char** argv) {
+  using namespace gradex;
   using namespace gradex::cli;
   CLI::App app{"gradex: compare gradient-exchange schemes (parameter server, ring, tree, "
                "halving-doubling, hierarchical) on the same data"};

@@ -5,7 +5,7 @@
 
 #include "cli/command.h"
 #include "cli/scenario_flags.h"
-#include "cli/train_scenario.h"
+#include "runner/train_plan.h"
 #include "runner/execute.h"
 #include "runner/report.h"
 

@@ -4,12 +4,12 @@
 // timing summary, and writing results.csv, results.json and optionally a
 // Chrome trace of the first steps. The flags fill the same TrainWorkload a
 // scenario's "workload" does; the job and the output are shared with
-// `gradex run` (train/train_job.h, cli/train_output.h).
+// `gradex run` (train/train_job.h, runner/train_output.h).
 #include <iostream>
 #include <memory>
 
 #include "cli/command.h"
-#include "cli/train_output.h"
+#include "runner/train_output.h"
 #include "common/errors.h"
 #include "common/topology.h"
 #include "runner/output_paths.h"

@@ -15,7 +15,7 @@
 #include "train/report.h"
 #include "train/trace.h"
 
-namespace gradex::cli {
+namespace gradex {
 
 struct TrainOutcome {
   std::vector<TrainRun> runs;
@@ -35,4 +35,4 @@ struct TrainOutputs {
 // replicas disagree, else kExitOk.
 int finish_training(std::ostream& out, const TrainOutcome& outcome, const TrainOutputs& outputs);
 
-}  // namespace gradex::cli
+}  // namespace gradex

@@ -11,7 +11,7 @@
 #include "runner/plan.h"
 #include "train/train_job.h"
 
-namespace gradex::cli {
+namespace gradex {
 
 // The header both commands print first.
 void print_train_preamble(std::ostream& out, const Scenario& scenario, const TrainJob& job);
@@ -27,4 +27,4 @@ int run_train_plan_on_group(const RunPlan& plan, const TrainJob& job, Comm& comm
                             const std::function<void(const std::optional<Topology>&)>& reshape,
                             std::ostream& out);
 
-}  // namespace gradex::cli
+}  // namespace gradex

@@ -1,15 +1,15 @@
-#include "cli/train_scenario.h"
+#include "runner/train_plan.h"
 
 #include <numeric>
 
-#include "cli/command.h"
-#include "cli/train_output.h"
+#include "runner/exit_codes.h"
+#include "runner/train_output.h"
 #include "common/errors.h"
 #include "common/units.h"
 #include "runner/group_run.h"
 #include "schemes/registry.h"
 
-namespace gradex::cli {
+namespace gradex {
 
 namespace {
 
@@ -135,4 +135,4 @@ int run_train_plan_on_group(const RunPlan& plan, const TrainJob& job, Comm& comm
   return finish_training(out, o, outputs_of(sc, job, trace));
 }
 
-}  // namespace gradex::cli
+}  // namespace gradex

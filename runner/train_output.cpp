@@ -1,15 +1,15 @@
-#include "cli/train_output.h"
+#include "runner/train_output.h"
 
 #include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "cli/command.h"
+#include "runner/exit_codes.h"
 #include "runner/atomic_file.h"
 #include "runner/machine.h"
 
-namespace gradex::cli {
+namespace gradex {
 
 int finish_training(std::ostream& out, const TrainOutcome& o, const TrainOutputs& w) {
   print_train_summary(out, o.runs);
@@ -39,4 +39,4 @@ int finish_training(std::ostream& out, const TrainOutcome& o, const TrainOutputs
   return kExitOk;
 }
 
-}  // namespace gradex::cli
+}  // namespace gradex

@@ -8,7 +8,7 @@
 #include "runner/plan.h"
 #include "train/train_job.h"
 
-namespace gradex::cli {
+namespace gradex {
 
 // Floor for the runner's own small messages (barriers, the gathers of
 // timings and parameter hashes), whatever the plan.
@@ -19,4 +19,4 @@ inline constexpr std::uint64_t kMessageLimitFloor = std::uint64_t{1} << 20;
 // their bytes: a compressed gradient carries an index next to each value).
 std::uint64_t message_limit(const RunPlan& plan, const TrainJob* job);
 
-}  // namespace gradex::cli
+}  // namespace gradex

@@ -1,10 +1,10 @@
-#include "cli/message_limit.h"
+#include "runner/message_limit.h"
 
 #include <algorithm>
 
 #include "train/model.h"
 
-namespace gradex::cli {
+namespace gradex {
 
 std::uint64_t message_limit(const RunPlan& plan, const TrainJob* job) {
   std::uint64_t largest = 0;
@@ -19,4 +19,4 @@ std::uint64_t message_limit(const RunPlan& plan, const TrainJob* job) {
   return std::max(largest, kMessageLimitFloor);
 }
 
-}  // namespace gradex::cli
+}  // namespace gradex
