@@ -25,6 +25,7 @@
 #include "transport/local_group.h"
 #include "runner/measure_group.h"
 #include "schemes/registry.h"
+#include "scheme_options.h"
 
 namespace gradex {
 namespace {
@@ -32,10 +33,7 @@ namespace {
 using namespace std::chrono_literals;
 
 TransportOptions quick(std::chrono::milliseconds timeout = 20'000ms) {
-  TransportOptions o;
-  o.timeout = timeout;
-  o.token = "test-token";
-  return o;
+  return testing::transport_options(timeout);
 }
 
 // ---- matching -----------------------------------------------------------------

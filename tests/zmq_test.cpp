@@ -28,6 +28,7 @@
 #include "transport/zmq/endpoint.h"
 #include "runner/measure_group.h"
 #include "schemes/registry.h"
+#include "scheme_options.h"
 
 namespace gradex {
 namespace {
@@ -35,10 +36,7 @@ namespace {
 using namespace std::chrono_literals;
 
 TransportOptions quick(std::chrono::milliseconds timeout = 20'000ms) {
-  TransportOptions o;
-  o.timeout = timeout;
-  o.token = "test-token";
-  return o;
+  return testing::transport_options(timeout);
 }
 
 TEST(ZmqAdmission, WrongTokenIsRefused) {

@@ -17,21 +17,9 @@
 
 namespace gradex::tcp {
 
-// The wire format and admission handshake (transport/wire/).
-using wire::Ack;
-using wire::AckStatus;
-using wire::AdmissionQueue;
-using wire::Challenge;
-using wire::ClientProof;
-using wire::Direction;
-using wire::Exchange;
-using wire::Hello;
-using wire::describe;
-using wire::hello_deadline;
-using wire::kStoreRank;
-using wire::prove;
-using wire::random_nonce;
-using wire::verify;
+// The wire format and admission handshake (transport/wire/) speak for both
+// the mesh and the rendezvous store.
+using namespace wire;
 
 namespace asio = boost::asio;
 using ip_tcp = asio::ip::tcp;
