@@ -93,6 +93,9 @@ TEST(ZmqAdmission, StrangersCannotClaimARankOrAllocate) {
     int linger = 0, wait_ms = 500;
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(s, ZMQ_RCVTIMEO, &wait_ms, sizeof wait_ms);
+    // A DEALER whose connection never finishes its handshake has no pipe
+    // to queue on, and a send would block for ever: bound it.
+    zmq_setsockopt(s, ZMQ_SNDTIMEO, &wait_ms, sizeof wait_ms);
     EXPECT_EQ(zmq_connect(s, ("tcp://" + a.address()).c_str()), 0);
     const auto hello = wire::Hello{1, 2, wire::random_nonce()}.encode();
     zmq_send(s, hello.data(), hello.size(), 0);

@@ -213,7 +213,7 @@ struct ZmqEndpoint::Impl {
       if (more) {  // the endpoint address frame
         zmq_msg_t address;
         zmq_msg_init(&address);
-        zmq_msg_recv(&address, monitor, 0);
+        zmq_msg_recv(&address, monitor, ZMQ_DONTWAIT);  // parts arrive together
         zmq_msg_close(&address);
       }
       auto& when = lost_at[static_cast<std::size_t>(p)];
@@ -276,6 +276,12 @@ struct ZmqEndpoint::Impl {
   // Closes every socket (after `linger` ms for queued messages) and the
   // context, which waits until libzmq released every zero-copy buffer.
   void shutdown(int linger_ms) {
+    // Monitoring stops before its watcher closes: libzmq's I/O thread
+    // would otherwise block for ever sending a disconnection event to a
+    // closed watcher, and zmq_ctx_term with it (libzmq issue #3575).
+    for (void* d : dealers) {
+      if (d != nullptr) zmq_socket_monitor(d, nullptr, 0);
+    }
     for (void* d : dealers) {
       if (d == nullptr) continue;
       set_int(d, ZMQ_LINGER, linger_ms);
@@ -413,7 +419,9 @@ void ZmqEndpoint::connect(const std::vector<std::string>& addresses) {
     auto& x = outgoing[static_cast<std::size_t>(p)];
     x = wire::Exchange{wire::random_nonce(), {}, m.rank, p, m.size};
     const auto hello = Hello{m.rank, m.size, x.client_nonce}.encode();
-    zmq_send(d, hello.data(), hello.size(), 0);
+    // Queued on the pipe zmq_connect made; never blocks (a send on a
+    // DEALER without a pipe would wait for ever).
+    zmq_send(d, hello.data(), hello.size(), ZMQ_DONTWAIT);
   }
   // Challenges we sent, by routing id, oldest first; a stranger's hellos
   // push out only other unproven entries, never an admitted rank.
@@ -568,8 +576,10 @@ std::string ZmqEndpoint::address() const { return impl_->advertised; }
 void ZmqEndpoint::write(const OutgoingPtr& frame) {
   void* d = impl_->dealers[static_cast<std::size_t>(frame->peer)];
   if (d == nullptr) return;
-  // The DEALER's queue is unbounded (ZMQ_SNDHWM 0): a send never blocks.
-  if (!impl_->send(d, *frame, 0)) {
+  // The DEALER's queue is unbounded (ZMQ_SNDHWM 0), so a send fails only
+  // when libzmq dropped the pipe (a protocol error on the connection):
+  // without ZMQ_DONTWAIT it would then block for ever.
+  if (!impl_->send(d, *frame, ZMQ_DONTWAIT)) {
     fail(rank(), detail::concat("rank ", rank(), ": cannot send to rank ", frame->peer, ": ",
                                 zmq_error("send")));
   }
