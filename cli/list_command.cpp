@@ -1,18 +1,43 @@
-// gradex list: the registered schemes, in registry order.
+// gradex list: the registered schemes in registry order, then the link
+// presets a scenario's network can name, each in a column as wide as its
+// longest name.
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 
 #include "cli/command.h"
+#include "config/link_presets.h"
 #include "schemes/registry.h"
 
 namespace gradex::cli {
 
+namespace {
+
+template <typename Entries, typename Name, typename Text>
+void print_column(const Entries& entries, Name name, Text text) {
+  std::size_t width = 0;
+  for (const auto& e : entries) width = std::max(width, std::string_view(name(e)).size());
+  for (const auto& e : entries) {
+    std::cout << "  " << std::left << std::setw(static_cast<int>(width + 2)) << name(e) << text(e)
+              << "\n";
+  }
+}
+
+}  // namespace
+
 Command add_list_command(CLI::App& parent) {
-  CLI::App* cmd = parent.add_subcommand("list", "list the registered schemes");
+  CLI::App* cmd = parent.add_subcommand("list", "list the registered schemes and the link presets");
   return {cmd, [] {
-            for (const auto& e : scheme_registry()) {
-              std::cout << std::left << std::setw(18) << e.name << e.summary << "\n";
-            }
+            std::cout << "schemes:\n";
+            print_column(scheme_registry(), [](const auto& e) { return e.name; },
+                         [](const auto& e) { return e.summary; });
+            std::cout << "link presets (\"network\": {\"inter_node\": NAME}), rates one way:\n";
+            print_column(link_presets(), [](const LinkPreset& p) { return std::string(p.name); },
+                         [](const LinkPreset& p) {
+                           return std::string(p.hardware) + ", " +
+                                  std::to_string(static_cast<int>(p.link.latency_seconds * 1e6)) +
+                                  " us per hop";
+                         });
             return kExitOk;
           }};
 }

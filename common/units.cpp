@@ -51,10 +51,27 @@ Split split_number(std::string_view text, const std::string& field, const char* 
   return {value, unit};
 }
 
+bool same_ignoring_case(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The exact unit first; then, where the case cannot change the meaning
+// (`fold` says where: a size has no bits, and "MiB/s" no bit twin), the
+// unit in any case ("16mib", "1gb").
 double lookup(const std::string& unit, const std::vector<std::pair<const char*, double>>& table,
-              std::string_view text, const std::string& field, const char* what) {
+              std::string_view text, const std::string& field, const char* what,
+              bool (*fold)(std::string_view) = nullptr) {
   for (const auto& [name, scale] : table) {
     if (unit == name) return scale;
+  }
+  for (const auto& [name, scale] : table) {
+    if (fold != nullptr && fold(name) && same_ignoring_case(unit, name)) return scale;
   }
   throw ConfigError(field, "unknown unit '" + unit + "' in " + std::string(what) + " '" +
                                std::string(text) + "'");
@@ -73,7 +90,8 @@ const std::vector<std::pair<const char*, double>>& byte_units() {
 
 std::size_t parse_bytes(std::string_view text, const std::string& field) {
   const Split s = split_number(text, field, "a size such as 4096, \"16KiB\" or \"1GB\"");
-  const double bytes = s.number * lookup(s.unit, byte_units(), text, field, "size");
+  const double bytes = s.number * lookup(s.unit, byte_units(), text, field, "size",
+                                        [](std::string_view) { return true; });
   if (bytes != std::floor(bytes) || bytes > 1e15) {
     throw ConfigError(field, "size '" + std::string(text) + "' is not a whole number of bytes");
   }
@@ -86,8 +104,16 @@ double parse_rate(std::string_view text, const std::string& field) {
       {"B/s", 1},      {"KB/s", 1e3},       {"MB/s", 1e6},        {"GB/s", 1e9},
       {"TB/s", 1e12},  {"KiB/s", 1024.0},   {"MiB/s", 1048576.0}, {"GiB/s", 1073741824.0},
       {"bps", 1 / 8.}, {"Kbps", 1e3 / 8},   {"Mbps", 1e6 / 8},    {"Gbps", 1e9 / 8},
-      {"Tbps", 1e12 / 8}};
-  const double rate = s.number * lookup(s.unit, units, text, field, "rate");
+      {"Tbps", 1e12 / 8},
+      {"bit/s", 1 / 8.}, {"Kbit/s", 1e3 / 8}, {"Mbit/s", 1e6 / 8}, {"Gbit/s", 1e9 / 8},
+      {"Tbit/s", 1e12 / 8},
+      {"b/s", 1 / 8.},   {"Kb/s", 1e3 / 8},   {"Mb/s", 1e6 / 8},   {"Gb/s", 1e9 / 8},
+      {"Tb/s", 1e12 / 8}};
+  // "GB/s" and "Gb/s" differ by 8x: only the binary byte units and the
+  // spelt-out bit units may be written in any case.
+  const double rate = s.number * lookup(s.unit, units, text, field, "rate", [](std::string_view u) {
+    return u.find("iB/s") != std::string_view::npos || u.find("bit/s") != std::string_view::npos;
+  });
   if (rate <= 0) throw ConfigError(field, "rate must be positive, got '" + std::string(text) + "'");
   return rate;
 }

@@ -1,7 +1,7 @@
 // Named links with published one-way rates, so scenarios can say
 // "inter_node": "ib_hdr_200g" instead of a bandwidth. Rates are one
-// direction (the NIC model is full duplex); latencies are typical one-hop
-// figures (the document only says "tens of microseconds per step").
+// direction (the NIC model is full duplex), each with its source in
+// link_presets.cpp; latencies are one hop's start-up cost in the model.
 #pragma once
 
 #include <string>

@@ -8,10 +8,13 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "config/link_presets.h"
 #include "process_fixture.h"
+#include "schemes/registry.h"
 
 namespace {
 
@@ -21,11 +24,17 @@ using gradex::testing::Outcome;
 
 class Cli : public gradex::testing::ProcessTest {};
 
-TEST_F(Cli, ListNamesEveryScheme) {
+// Every registered scheme and every link preset, each name on its own line
+// and set apart from its description (a name as long as the column once ran
+// into its text: "recursive_doublingrecursive doubling").
+TEST_F(Cli, ListNamesEverySchemeAndPresetInAColumn) {
   const Outcome o = gradex("list");
   EXPECT_EQ(o.code, 0);
-  for (const char* name : {"ring", "tree", "halving_doubling", "hierarchical", "ps", "dp_master"}) {
-    EXPECT_NE(o.out.find(name), std::string::npos) << name;
+  std::vector<std::string> names;
+  for (const auto& e : gradex::scheme_registry()) names.emplace_back(e.name);
+  for (const auto& p : gradex::link_presets()) names.emplace_back(p.name);
+  for (const std::string& name : names) {
+    EXPECT_NE(o.out.find("\n  " + name + "  "), std::string::npos) << name << " in\n" << o.out;
   }
 }
 

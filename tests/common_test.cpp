@@ -147,6 +147,28 @@ TEST(Units, ParsesSizesRatesAndDurations) {
   }
 }
 
+// The spellings users bring from datasheets and nccl-tests; the case of a
+// unit matters only where it tells bits from bytes.
+TEST(Units, AcceptsTheCommonSpellingsAndKeepsBitsApartFromBytes) {
+  EXPECT_EQ(parse_bytes("16mib", "f"), 16u << 20);
+  EXPECT_EQ(parse_bytes("1gb", "f"), 1'000'000'000u);
+  EXPECT_EQ(parse_bytes("4k", "f"), 4096u);
+  EXPECT_DOUBLE_EQ(parse_rate("200Gbit/s", "f"), 25e9);
+  EXPECT_DOUBLE_EQ(parse_rate("200 gbit/s", "f"), 25e9);
+  EXPECT_DOUBLE_EQ(parse_rate("400Gb/s", "f"), 50e9);
+  EXPECT_DOUBLE_EQ(parse_rate("100 Mb/s", "f"), 12.5e6);
+  EXPECT_DOUBLE_EQ(parse_rate("100mib/s", "f"), 100.0 * 1048576);
+  EXPECT_DOUBLE_EQ(parse_rate("25GB/s", "f"), 8 * parse_rate("25Gb/s", "f"));
+  EXPECT_THROW(parse_rate("25gb/s", "f"), ConfigError);  // gigabits or gigabytes?
+  try {
+    parse_rate("25gb/s", "/network/inter_node/bandwidth");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "/network/inter_node/bandwidth");
+    EXPECT_NE(std::string(e.what()).find("unknown unit 'gb/s'"), std::string::npos) << e.what();
+  }
+}
+
 TEST(LinkShaper, SerialisesAtTheSharedIngress) {
   // Four workers push 1 MB each to one server at 1 MB/s: the server's
   // ingress takes them one after another (the PS bottleneck of claims A1-A3).

@@ -22,7 +22,7 @@ Scenario parse(const std::string& text) { return parse_scenario(nlohmann::json::
 
 TEST(SimScenario, AcceptsSimTransportAndHardwarePresets) {
   const Scenario s = parse(R"({"name": "x", "sizes": [1024], "transport": "sim",
-      "network": {"intra_node": "nvlink4",
+      "network": {"intra_node": "h100_nvlink",
                   "inter_node": {"preset": "ib_hdr_200g", "latency": "2us"}}})");
   EXPECT_EQ(s.transport, "sim");
   EXPECT_DOUBLE_EQ(s.network.intra_node.bytes_per_second, 450e9);
