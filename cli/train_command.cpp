@@ -40,6 +40,7 @@ struct TrainFlags {
   double link_gbps = 0;  // 0: unshaped
   double latency_us = 0;
   bool zero = false;
+  std::string transport = "inproc";
 };
 
 // Errors name the flag that set the value.
@@ -61,6 +62,7 @@ Setup setup_for(const TrainFlags& f, const std::string& scheme) {
   s.options.workers = f.workers;
   s.options.servers = f.servers;
   s.options.ranks_per_node = f.ranks_per_node;
+  s.transport.name = f.transport;
   s.transport.options.timeout = std::chrono::milliseconds(f.timeout_ms);
   if (f.link_gbps > 0) {
     const LinkSpec link{f.link_gbps * 1e9, f.latency_us * 1e-6};
@@ -128,6 +130,36 @@ int run_profiled(const TrainFlags& f, const TrainJob& job, const std::vector<std
   return finish_training(std::cout, o, outputs_of(f, job, trace));
 }
 
+// A flag the run would not read is an error, never ignored.
+void refuse_flags_that_do_not_apply(const TrainFlags& f, const CLI::Option& timeout,
+                                    const CLI::Option& straggler, const CLI::Option& link) {
+  bool known = false;
+  std::string names;
+  for (std::string_view t : kTransportNames) {
+    known = known || t == f.transport;
+    names += (names.empty() ? "" : ", ") + std::string(t);
+  }
+  if (!known) {
+    throw ConfigError("--transport", "unknown transport '" + f.transport + "' (known: " + names + ")");
+  }
+  const bool consistency = !f.w.consistency.empty();
+  if (f.transport != "inproc" && (consistency || f.zero)) {
+    throw ConfigError(consistency ? "--consistency" : "--zero",
+                      "runs on in-process threads only (got --transport " + f.transport + ")");
+  }
+  if (f.transport == "sim" && timeout.count() > 0) {
+    throw ConfigError("--timeout-ms", "does not apply to --transport sim, whose waits end or "
+                                      "deadlock on virtual time");
+  }
+  if (straggler.count() > 0 && !consistency) {
+    throw ConfigError("--straggler-ms", "applies to PS consistency training (--consistency) only");
+  }
+  if (link.count() > 0 && (consistency || f.zero)) {
+    throw ConfigError("--link-gbps", std::string(consistency ? "--consistency" : "--zero") +
+                                         " runs on unshaped links");
+  }
+}
+
 }  // namespace
 
 Command add_train_command(CLI::App& parent) {
@@ -158,8 +190,12 @@ Command add_train_command(CLI::App& parent) {
   cmd->add_option("--trace", w.trace, "write a Chrome trace (JSON) of the first steps here");
   cmd->add_option("--trace-steps", w.trace_steps, "steps of epoch 1 the trace records");
   // The scenario's "timeout_ms": same unit, same default, same range.
-  cmd->add_option("--timeout-ms", f->timeout_ms, "milliseconds any single wait may block")
-      ->check(CLI::Range(std::int64_t{1}, kMaxTimeoutMs));
+  CLI::Option* timeout =
+      cmd->add_option("--timeout-ms", f->timeout_ms, "milliseconds any single wait may block")
+          ->check(CLI::Range(std::int64_t{1}, kMaxTimeoutMs));
+  cmd->add_option("--transport", f->transport,
+                  "where the workers run: inproc (threads, the default), tcp or zmq (threads "
+                  "over loopback), sim (fibers on virtual time, compute measured and charged)");
   cmd->add_option("--consistency", w.consistency,
                   "train through PS servers that run the optimizer, under each of bsp, asp, ssp "
                   "(instead of --scheme)");
@@ -170,15 +206,17 @@ Command add_train_command(CLI::App& parent) {
   cmd->add_option("--bwd-ratio", w.bwd_ratio, "profiled: backward time / forward time");
   cmd->add_option("--param-scale", w.param_scale,
                   "profiled: gradient elements per parameter (shrink with the link rate)");
-  cmd->add_option("--link-gbps", f->link_gbps, "shape every link to this many GB/s (0: unshaped)");
+  CLI::Option* link =
+      cmd->add_option("--link-gbps", f->link_gbps, "shape every link to this many GB/s (0: unshaped)");
   cmd->add_option("--latency-us", f->latency_us, "shaped links' latency in microseconds");
   cmd->add_flag("--zero", f->zero,
                 "also train with ZeRO-2 sharding (ring reduce-scatter, sharded optimizer, "
                 "all-gather) and compare optimizer memory");
   cmd->add_option("--staleness", w.staleness, "SSP's staleness bound s, in steps");
-  cmd->add_option("--straggler-ms", f->straggler_ms,
-                  "PS training: the last worker sleeps this long every step");
-  return {cmd, [f] {
+  CLI::Option* straggler = cmd->add_option("--straggler-ms", f->straggler_ms,
+                                           "PS training: the last worker sleeps this long every step");
+  return {cmd, [f, timeout, straggler, link] {
+            refuse_flags_that_do_not_apply(*f, *timeout, *straggler, *link);
             // Where the run writes, checked before it trains for minutes.
             if (!f->output.empty()) check_output_folder(f->output, "-o");
             if (!f->w.trace.empty()) check_output_file(f->w.trace, "--trace");

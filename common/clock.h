@@ -13,6 +13,9 @@ class Clock {
   virtual double now() const = 0;
   // Blocks the calling rank until now() >= t (returns at once if already past).
   virtual void sleep_until(double t) = 0;
+  // True for a simulator's clock, which moves only when ranks wait: work a
+  // rank does between waits takes no time on it (train/rank_time.h).
+  virtual bool is_virtual() const { return false; }
 };
 
 // The steady wall clock of this process.

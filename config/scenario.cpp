@@ -222,6 +222,17 @@ Scenario parse_scenario(const nlohmann::json& document) {
   s.timeout = std::chrono::milliseconds(
       root.integer("timeout_ms", kDefaultTimeout.count(), 1, kMaxTimeoutMs));
   s.spin = std::chrono::microseconds(root.integer("spin_us", kDefaultSpin.count(), 0, 1'000'000));
+  // A file written for the simulator that sets wall-clock fields is
+  // contradicting itself. (A command that moves a real run's scenario onto
+  // the simulator, `gradex simulate`, overrides them as it does the
+  // transport.)
+  for (const char* key : {"timeout_ms", "spin_us"}) {
+    if (s.transport == "sim" && root.has(key)) {
+      throw ConfigError(std::string("/") + key,
+                        "does not apply to \"transport\": \"sim\", whose waits end or deadlock on "
+                        "virtual time (the deadlock is detected exactly)");
+    }
+  }
 
   JsonReader ps = root.object("ps");
   // 0 dedicated servers is ps_hybrid's all-reduce limit; the other PS

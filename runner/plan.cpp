@@ -69,10 +69,6 @@ RunPlan plan_runs(Scenario scenario) {
   }
   if (scenario.training) {
     // Checked here rather than in the parser: --transport overrides it.
-    if (scenario.transport == "sim") {
-      throw ConfigError("/transport", "a train workload runs on real ranks (inproc, tcp or zmq); "
-                                      "the simulator moves sizes only");
-    }
     if (!scenario.training->consistency.empty()) {
       if (scenario.transport != "inproc") {
         throw ConfigError("/workload/consistency",

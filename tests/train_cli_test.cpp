@@ -67,6 +67,43 @@ TEST_F(TrainCli, BadFlagsAreBadInput) {
   EXPECT_EQ(run("train --profile alexnet").code, 2);
 }
 
+// Every transport trains, the simulator included, and ends where the
+// threads do (the same reduction order, the same floats).
+TEST_F(TrainCli, EveryTransportTrainsToTheSameParameters) {
+  write_tiny_fashion_mnist();
+  std::vector<std::string> hashes;
+  for (const char* transport : {"inproc", "tcp", "zmq", "sim"}) {
+    const fs::path out = dir_ / transport;
+    const Outcome o = run("train --data-dir " + dir_.string() + " -s ring -w 2 -b 10 -e 1 --layers 8 " +
+                          "--transport " + transport + " -o " + out.string());
+    ASSERT_EQ(o.code, 0) << transport << "\n" << o.output();
+    std::ifstream in(out / "results.json");
+    const auto run0 = nlohmann::json::parse(in)["runs"][0];
+    EXPECT_TRUE(run0["replicas_agree"].get<bool>()) << transport;
+    ASSERT_TRUE(run0["params_fnv1a"].is_number()) << run0.dump();
+    hashes.push_back(run0["params_fnv1a"].dump());
+  }
+  for (const std::string& h : hashes) EXPECT_EQ(h, hashes.front());
+}
+
+// A flag the run would not read is refused, naming it.
+TEST_F(TrainCli, FlagsThatDoNotApplyAreRefused) {
+  write_tiny_fashion_mnist();
+  const std::string data = "train --data-dir " + dir_.string() + " ";
+  for (const auto& [flags, named] : std::vector<std::pair<std::string, std::string>>{
+           {"--transport carrier-pigeon", "--transport: unknown transport 'carrier-pigeon' (known: inproc, tcp, zmq, sim)"},
+           {"--transport sim --timeout-ms 500", "--timeout-ms: does not apply to --transport sim"},
+           {"--transport tcp --consistency bsp", "--consistency: runs on in-process threads only"},
+           {"--transport zmq --zero", "--zero: runs on in-process threads only"},
+           {"--straggler-ms 5", "--straggler-ms: applies to PS consistency training"},
+           {"--zero --link-gbps 1", "--link-gbps: --zero runs on unshaped links"},
+           {"--consistency asp --link-gbps 1", "--link-gbps: --consistency runs on unshaped links"}}) {
+    const Outcome o = run(data + flags);
+    EXPECT_EQ(o.code, 2) << flags;
+    EXPECT_NE(o.err.find(named), std::string::npos) << flags << ": " << o.err;
+  }
+}
+
 TEST_F(TrainCli, ProfiledWorkloadWritesATimelineWithBucketSpans) {
   const fs::path trace = dir_ / "trace.json";
   const Outcome o = run("train --profile resnet50 --fwd-ms 2 --param-scale 0.001 -w 2 "

@@ -108,7 +108,9 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"staleness_alone", TRAIN(R"(, "staleness": 3)"), "/workload/staleness"},
         Malformed{"sizes", R"({"name": "x", "sizes": [64], "workload": {"kind": "train"}})", "/sizes"},
         Malformed{"iters", R"({"name": "x", "iters": 3, "workload": {"kind": "train"}})", "/iters"},
-        Malformed{"sim", R"({"name": "x", "transport": "sim", "workload": {"kind": "train"}})", "/transport"},
+        Malformed{"consistency_sim", R"({"name": "x", "transport": "sim", "workload": {"kind": "train", "consistency": ["asp"]}})", "/workload/consistency"},
+        Malformed{"timeout_sim", R"({"name": "x", "transport": "sim", "timeout_ms": 100, "workload": {"kind": "train"}})", "/timeout_ms"},
+        Malformed{"spin_sim", R"({"name": "x", "transport": "sim", "spin_us": 0, "sizes": [64]})", "/spin_us"},
         Malformed{"consistency_tcp", R"({"name": "x", "transport": "tcp", "workload": {"kind": "train", "consistency": ["asp"]}})", "/workload/consistency"},
         Malformed{"consistency_schemes", R"({"name": "x", "schemes": ["ring"], "workload": {"kind": "train", "consistency": ["asp"]}})", "/schemes"},
         Malformed{"consistency_no_server", R"({"name": "x", "ps": {"servers": 0}, "workload": {"kind": "train", "consistency": ["asp"]}})", "/ps/servers"}),
@@ -174,6 +176,24 @@ TEST_F(TrainScenario, RunTrainsInProcessAndWritesResults) {
   EXPECT_EQ(doc["runs"][0]["epochs"].size(), 2u);
   EXPECT_TRUE(doc["runs"][0]["replicas_agree"].get<bool>());
   EXPECT_TRUE(fs::exists(dir_ / "inproc" / "results.csv"));
+}
+
+TEST_F(TrainScenario, RunTrainsOnTheSimulator) {
+  const fs::path sc = dir_ / "sim.json";
+  std::ofstream(sc) << R"({"name": "sim", "workers": 2, "schemes": ["ring", "ps"], "transport": "sim",
+      "network": {"inter_node": {"bandwidth": "1GB/s", "latency": "5us"}},
+      "output": ")" << (dir_ / "sim").string() << R"(",
+      "workload": {"kind": "train", "layers": "16", "batch": 10, "epochs": 2, "max_steps": 3,
+                   "data_dir": ")" << dir_.string() << R"("}})";
+  const Outcome o = gradex("run " + sc.string());
+  ASSERT_EQ(o.code, 0) << o.err << o.out;
+  EXPECT_NE(o.out.find("# transport sim"), std::string::npos) << o.out;
+  const auto runs = results("sim")["runs"];
+  ASSERT_EQ(runs.size(), 2u);
+  for (const auto& run : runs) {
+    EXPECT_TRUE(run["replicas_agree"].get<bool>());
+    EXPECT_EQ(run["epochs"].size(), 2u);
+  }
 }
 
 TEST_F(TrainScenario, BadWorkloadIsBadInputNamingThePointer) {

@@ -38,10 +38,16 @@ Reducer::Reducer(Comm& comm, GradientExchange& exchange, std::span<float> grads,
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     for (std::size_t p : buckets_[b].params) bucket_of_[p] = b;
   }
+  replaying_ = comm_.clock().is_virtual();
+  if (replaying_) {
+    GRADEX_ENFORCE(options_.compute != nullptr, "a Reducer on a virtual clock needs the compute's RankTime");
+    return;
+  }
   thread_ = std::thread([this] { loop(); });
 }
 
 Reducer::~Reducer() {
+  if (replaying_) return;
   {
     std::lock_guard lock(mutex_);
     stop_ = true;
@@ -60,6 +66,7 @@ void Reducer::prepare() {
   std::lock_guard lock(mutex_);
   for (std::size_t b = 0; b < buckets_.size(); ++b) pending_[b] = buckets_[b].params.size();
   next_launch_ = 0;
+  launched_.clear();
   comm_seconds_ = 0;
 }
 
@@ -74,30 +81,63 @@ void Reducer::mark_ready(std::size_t param) {
 void Reducer::launch_ready_locked() {
   while (next_launch_ < buckets_.size() && pending_[next_launch_] == 0) {
     const std::size_t b = next_launch_++;
-    enqueue_locked([this, b] {
-      const Bucket& bucket = buckets_[b];
-      const double t0 = comm_.clock().now();
-      average_gradients(exchange_, comm_, grads_.subspan(bucket.offset, bucket.count),
-                        options_.compression, scratch_);
-      const double t1 = comm_.clock().now();
-      if (options_.trace != nullptr && tracing_) {
-        options_.trace->add({"bucket " + std::to_string(b) + " (" +
-                                 std::to_string(bucket.count * sizeof(float)) + " B)",
-                             comm_.rank(), 1, t0, t1 - t0});
-      }
-      std::lock_guard lock(mutex_);
-      comm_seconds_ += t1 - t0;
-    });
+    if (replaying_) {
+      launched_.emplace_back(b, options_.compute->elapsed());
+    } else {
+      enqueue_locked([this, b] { exchange_bucket(b); });
+    }
   }
 }
 
-double Reducer::finish() {
+void Reducer::exchange_bucket(std::size_t b) {
+  const Bucket& bucket = buckets_[b];
   const double t0 = comm_.clock().now();
-  std::unique_lock lock(mutex_);
+  average_gradients(exchange_, comm_, grads_.subspan(bucket.offset, bucket.count),
+                    options_.compression, scratch_);
+  const double t1 = comm_.clock().now();
+  if (options_.trace != nullptr && tracing_) {
+    options_.trace->add({"bucket " + std::to_string(b) + " (" +
+                             std::to_string(bucket.count * sizeof(float)) + " B)",
+                         comm_.rank(), 1, t0, t1 - t0});
+  }
+  std::lock_guard lock(mutex_);
+  comm_seconds_ += t1 - t0;
+}
+
+// The step on the virtual clock, which still stands where the compute
+// stretch began: bucket after bucket from its ready time, then the end of
+// the compute if the exchanges finished before it.
+double Reducer::replay() {
+  const RankTime& compute = *options_.compute;
+  Clock& clock = comm_.clock();
+  const double compute_end = compute.started() + compute.elapsed();
+  for (const auto& [b, ready] : launched_) {
+    clock.sleep_until(compute.started() + ready);
+    exchange_bucket(b);
+  }
+  const double exposed = std::max(0.0, clock.now() - compute_end);
+  clock.sleep_until(compute_end);
+  return exposed;
+}
+
+void Reducer::launch_all_locked() {
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     GRADEX_ENFORCE_EQ(pending_[b], std::size_t{0}, "bucket ", b, " has unready gradients");
   }
   launch_ready_locked();
+}
+
+double Reducer::finish() {
+  if (replaying_) {
+    {
+      std::lock_guard lock(mutex_);
+      launch_all_locked();
+    }
+    return replay();
+  }
+  const double t0 = comm_.clock().now();
+  std::unique_lock lock(mutex_);
+  launch_all_locked();
   wait_idle(lock);
   return comm_.clock().now() - t0;
 }
@@ -108,6 +148,7 @@ double Reducer::comm_seconds() const {
 }
 
 void Reducer::run(const std::function<void()>& job) {
+  if (replaying_) return job();
   std::unique_lock lock(mutex_);
   enqueue_locked(job);
   wait_idle(lock);

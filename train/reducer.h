@@ -4,6 +4,14 @@
 // thread as soon as all its gradients are ready, while backward continues
 // on the layers below. Buckets are launched strictly in bucket order, as
 // DDP does, so every worker issues the same exchanges in the same order.
+//
+// On a simulator's virtual clock there is no second thread (a rank is one
+// fiber) and backward runs in no virtual time (train/rank_time.h): the
+// Reducer notes how far into the compute each bucket became ready, and
+// finish() replays the step on the virtual clock: each bucket exchanged,
+// in order, no earlier than its ready time, and the step ending no earlier
+// than the compute does. That is the threaded timeline exactly, with the
+// compute's duration measured instead of slept.
 #pragma once
 
 #include <condition_variable>
@@ -18,6 +26,7 @@
 
 #include "train/gradient_exchange.h"
 #include "train/model.h"
+#include "train/rank_time.h"
 #include "train/trace.h"
 
 namespace gradex {
@@ -36,6 +45,9 @@ struct ReducerOptions {
   Compression compression = Compression::none;
   bool overlap = true;  // false: launch every bucket only once backward is done
   Trace* trace = nullptr;  // per-bucket spans when set
+  // The loop's stretches of compute; needed on a virtual clock, where the
+  // buckets are replayed against the backward pass's measured duration.
+  const RankTime* compute = nullptr;
 };
 
 class Reducer {
@@ -55,8 +67,9 @@ class Reducer {
   void prepare();
   // The gradient hook: parameter `param`'s gradient is final.
   void mark_ready(std::size_t param);
-  // Launches what is not launched yet and waits for every bucket. Returns
-  // the seconds this thread spent waiting: the exposed communication.
+  // Called once backward has returned. Launches what is not launched yet
+  // and waits for every bucket. Returns the seconds this thread spent
+  // waiting: the exposed communication.
   double finish();
   // Seconds the communication thread spent exchanging in the last step.
   double comm_seconds() const;
@@ -67,6 +80,9 @@ class Reducer {
 
  private:
   void launch_ready_locked();
+  void launch_all_locked();
+  void exchange_bucket(std::size_t b);
+  double replay();
   void enqueue_locked(std::function<void()> job);
   void loop();
   void wait_idle(std::unique_lock<std::mutex>& lock);
@@ -87,6 +103,10 @@ class Reducer {
   bool stop_ = false;
   std::vector<std::size_t> pending_;  // per bucket: gradients not ready yet
   std::size_t next_launch_ = 0;
+  // Virtual clock: the buckets launched in this step, with how far into
+  // the compute stretch each became ready.
+  bool replaying_ = false;
+  std::vector<std::pair<std::size_t, double>> launched_;
   double comm_seconds_ = 0;
   std::vector<std::uint16_t> scratch_;  // compression buffer (comm thread only)
   std::thread thread_;

@@ -57,10 +57,13 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
   // Every worker initialises differently; the broadcast makes them agree.
   model.init(params, config.seed + static_cast<std::uint64_t>(rank) * 7919);
   auto optimizer = make_optimizer(config.optimizer, model.emulated() ? 0 : param_count);
+  // Compute's time on this rank's clock (measured and charged on the
+  // simulator's virtual clock).
+  RankTime time(comm.clock());
   // The Reducer's communication thread is the only user of `comm` until it
   // is destroyed at the end of this function.
   Reducer reducer(comm, exchange, grads, make_buckets(model.params(), config.bucket_bytes),
-                  model.params(), {config.compression, config.overlap, trace});
+                  model.params(), {config.compression, config.overlap, trace, &time});
   reducer.run([&] { broadcast_from_worker0(exchange, comm, params); });
 
   const float scale = 1.0f / static_cast<float>(config.accumulate);
@@ -87,14 +90,16 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
         const std::span<const std::size_t> batch(shard.data() + first, micro);
         const bool last = k + 1 == config.accumulate;
         if (last) reducer.prepare();
-        const double t0 = comm.clock().now();
+        const double t0 = time.begin();
         double tb = t0;
         // Only the last micro-batch's backward triggers communication.
         loss_sum += model.train_step(
             params, batch, grads, scale,
             last ? GradReady([&](std::size_t p) { reducer.mark_ready(p); }) : GradReady(),
-            [&] { tb = comm.clock().now(); });
-        const double t1 = comm.clock().now();
+            [&] { tb = t0 + time.elapsed(); });
+        // The last stretch ends in reducer.finish(), which on a virtual
+        // clock replays the buckets' exchanges against it.
+        const double t1 = last ? t0 + time.elapsed() : time.end();
         compute += t1 - t0;
         if (tracing) {
           record("forward", t0, tb);
@@ -102,9 +107,9 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
         }
       }
       const double exposed = reducer.finish();
-      const double t2 = comm.clock().now();
+      const double t2 = time.begin();
       if (!model.emulated()) optimizer->step(params, grads);
-      const double t3 = comm.clock().now();
+      const double t3 = time.end();
       if (tracing) record("optimizer step", t2, t3);
       compute += t3 - t2;
       sum.iteration += t3 - t_start;
@@ -239,7 +244,10 @@ TrainResult train_data_parallel(const std::string& scheme_name, const SchemeOpti
   // Bad input fails here, before any rank starts (or connects).
   training_steps_per_epoch(config, source.samples, exchange.workers());
   TrainResult result;
-  const auto world = make_world(transport, exchange.endpoints(), transport_options);
+  // Training needs the values: the simulator carries real payloads here.
+  TransportOptions world_options = transport_options;
+  world_options.phantom_payloads = false;
+  const auto world = make_world(transport, exchange.endpoints(), world_options);
   world->run([&](Comm& comm) {
     TrainResult r = train_rank(comm, exchange, config, source, trace, on_epoch);
     if (comm.rank() == 0) result = std::move(r);

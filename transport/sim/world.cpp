@@ -124,6 +124,7 @@ class SimClock final : public Clock {
  public:
   SimClock(SimWorld::Impl& world, int rank) : world_(world), rank_(rank) {}
   double now() const override { return world_.now; }
+  bool is_virtual() const override { return true; }
   void sleep_until(double t) override {
     if (t <= world_.now) return;
     auto op = std::make_shared<SimOp>();

@@ -1,0 +1,39 @@
+// A worker's stretches of compute, on whatever clock its transport keeps.
+//
+// On a wall clock compute takes the time it takes. On a simulator's virtual
+// clock every rank is a fiber of one thread, and the virtual time moves only
+// while ranks wait, so a forward pass would take no time at all. There each
+// stretch of compute is timed on the wall clock and charged to the rank: it
+// sleeps that long in virtual time (as SimGrid's SMPI benchmarks compute and
+// injects it), while the network and the other ranks go on. A fiber is
+// never pre-empted, so the wall time measured is this rank's compute alone.
+#pragma once
+
+#include "common/clock.h"
+
+namespace gradex {
+
+class RankTime {
+ public:
+  explicit RankTime(Clock& clock) : clock_(clock) {}
+
+  Clock& clock() const { return clock_; }
+  bool is_virtual() const { return clock_.is_virtual(); }
+
+  // Starts a stretch of compute; returns its start on the rank's clock.
+  double begin();
+  // Seconds the current stretch has computed so far.
+  double elapsed() const;
+  // Where the current stretch started, on the rank's clock.
+  double started() const { return start_; }
+  // Ends the stretch and returns its end on the rank's clock: on a virtual
+  // clock the rank first sleeps until started() + elapsed().
+  double end();
+
+ private:
+  Clock& clock_;
+  double start_ = 0;       // on clock_
+  double wall_start_ = 0;  // on the wall clock (virtual clocks only)
+};
+
+}  // namespace gradex
