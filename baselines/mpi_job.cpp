@@ -1,5 +1,6 @@
 #include "baselines/mpi_job.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -85,6 +86,15 @@ Job& active_job() {
 }  // namespace
 
 bool mpi_built() { return true; }
+
+// MPI_Get_library_version may be called before MPI_Init (MPI 3.0, 8.7.1).
+std::string mpi_library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return "unknown";
+  std::string line(text, static_cast<std::size_t>(std::max(length, 0)));
+  return line.substr(0, line.find_first_of(",\n"));
+}
 
 bool mpi_job_active() {
   std::lock_guard lock(job_mutex);

@@ -5,10 +5,15 @@
 // (MPI_Init) when it finds itself started that way.
 #pragma once
 
+#include <string>
+
 namespace gradex {
 
 // gradex was built against an MPI library (Debian's OpenMPI).
 bool mpi_built();
+// The MPI library's own version line ("Open MPI v4.1.4, ..."); empty when
+// gradex was built without MPI.
+std::string mpi_library_version();
 // This process has joined an MPI job and not yet left it.
 bool mpi_job_active();
 

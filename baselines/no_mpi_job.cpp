@@ -7,6 +7,7 @@
 namespace gradex {
 
 bool mpi_built() { return false; }
+std::string mpi_library_version() { return {}; }
 bool mpi_job_active() { return false; }
 
 MpiJob::MpiJob() {

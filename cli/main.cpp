@@ -10,14 +10,16 @@
 #include "cli/command.h"
 #include "common/cancel.h"
 #include "common/errors.h"
+#include "runner/machine.h"
 
 int main(int argc, char** argv) {
   using namespace gradex;
   using namespace gradex::cli;
   CLI::App app{"gradex: compare gradient-exchange schemes (parameter server, ring, tree, "
                "halving-doubling, hierarchical) on the same data"};
-  app.set_version_flag("--version", "gradex 0.1.0");
-  app.require_subcommand(1);
+  set_command_line(argc, argv);
+  app.set_version_flag("--version", gradex_version_text());
+  app.require_subcommand(0, 1);
   const std::vector<Command> commands = {add_run_command(app), add_simulate_command(app), add_validate_command(app),
                                          add_list_command(app), add_train_command(app),
                                          add_launch_command(app)};
@@ -35,7 +37,9 @@ int main(int argc, char** argv) {
     for (const Command& c : commands) {
       if (c.app->parsed()) return c.run();
     }
-    return kExitBadInput;
+    // `gradex` alone: what it can do, as --help says it.
+    std::cout << app.help();
+    return kExitOk;
   } catch (const gradex::ConfigError& e) {
     std::cerr << "gradex: error: " << e.what() << "\n";
     return kExitBadInput;

@@ -35,22 +35,51 @@ FieldNamer workload_fields(const ScenarioFlags& flags) {
 namespace {
 
 RunPlan plan_with_overrides(const ScenarioFlags& flags, Scenario s) {
+  // Each override goes into the scenario embedded in results.json too, so
+  // that the file there re-runs the plan that ran.
+  nlohmann::json& source = s.source;
   if (!flags.schemes.empty()) {
     s.schemes = flags.schemes;
     s.all_schemes = false;
     for (const auto& name : s.schemes) find_scheme(name, "--schemes");
+    source["schemes"] = flags.schemes;
+  }
+  if (!flags.transport.empty()) {
+    s.transport = flags.transport;
+    source["transport"] = flags.transport;
+    // A real run's wall-clock settings mean nothing to the simulator.
+    if (s.transport == "sim") {
+      source.erase("timeout_ms");
+      source.erase("spin_us");
+    }
   }
   if (!flags.workers.empty()) {
+    const int most = s.transport == "sim" ? kMaxSimulatedRanks : kMaxRealRanks;
     for (int w : flags.workers) {
-      if (w < 1 || w > 1024) throw ConfigError("--workers", "must be between 1 and 1024");
+      if (w < 1 || w > most) {
+        throw ConfigError("--workers", "must be between 1 and " + std::to_string(most) +
+                                           (s.transport == "sim" ? "" : " (more on --transport sim)"));
+      }
     }
     s.workers = flags.workers;
+    source["workers"] = flags.workers;
   }
-  if (flags.servers > 0) s.ps_servers = flags.servers;
-  if (!flags.transport.empty()) s.transport = flags.transport;
-  if (!flags.output.empty()) s.output = flags.output;
-  if (flags.no_output) s.output.clear();
-  if (flags.unshaped) s.network = NetworkConfig{};
+  if (flags.servers > 0) {
+    s.ps_servers = flags.servers;
+    source["ps"]["servers"] = flags.servers;
+  }
+  if (!flags.output.empty()) {
+    s.output = flags.output;
+    source["output"] = flags.output;
+  }
+  if (flags.no_output) {
+    s.output.clear();
+    source.erase("output");
+  }
+  if (flags.unshaped) {
+    s.network = NetworkConfig{};
+    source.erase("network");
+  }
   // Names only train/ knows (models, optimizers, hooks), checked before
   // anything runs or any process starts.
   if (s.training) {

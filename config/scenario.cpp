@@ -15,11 +15,6 @@ namespace gradex {
 
 namespace {
 
-// Real ranks are threads or processes of this machine; simulated ranks are
-// fibers that cost almost nothing, so the simulator takes many more.
-constexpr int kMaxInprocRanks = 1024;
-constexpr int kMaxSimulatedRanks = 65536;
-
 std::size_t read_size(const nlohmann::json& v, const std::string& field) {
   if (v.is_number_unsigned() || (v.is_number_integer() && v.get<long long>() >= 0)) {
     return v.get<std::size_t>();
@@ -159,7 +154,7 @@ Scenario parse_scenario(const nlohmann::json& document) {
   if (s.name.empty()) throw ConfigError("/name", "missing: every scenario needs a name");
   s.description = root.string("description", "");
   s.workers = read_workers(root.find("workers"), "/workers");
-  s.ranks_per_node = static_cast<int>(root.integer("ranks_per_node", 1, 1, kMaxInprocRanks));
+  s.ranks_per_node = static_cast<int>(root.integer("ranks_per_node", 1, 1, kMaxRealRanks));
   s.transport = root.string("transport", std::string(kTransportNames[0]));
   std::string available;
   for (std::string_view name : kTransportNames) {
@@ -237,7 +232,7 @@ Scenario parse_scenario(const nlohmann::json& document) {
   JsonReader ps = root.object("ps");
   // 0 dedicated servers is ps_hybrid's all-reduce limit; the other PS
   // schemes refuse it when planned.
-  s.ps_servers = static_cast<int>(ps.integer("servers", 1, 0, kMaxInprocRanks));
+  s.ps_servers = static_cast<int>(ps.integer("servers", 1, 0, kMaxRealRanks));
   s.ps_placement = one_of(ps, "placement", "dedicated", {"dedicated", "colocated"}) == "dedicated"
                        ? ServerPlacement::dedicated
                        : ServerPlacement::colocated;

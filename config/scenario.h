@@ -21,6 +21,11 @@
 
 namespace gradex {
 
+// Real ranks are threads or processes of this machine; simulated ranks are
+// fibers that cost almost nothing, so the simulator takes many more.
+inline constexpr int kMaxRealRanks = 1024;
+inline constexpr int kMaxSimulatedRanks = 65536;
+
 struct NetworkConfig {
   bool shaped = false;
   LinkSpec intra_node;  // unlimited unless given

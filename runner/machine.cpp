@@ -8,7 +8,13 @@
 #include <string>
 #include <thread>
 
+#include <Eigen/Core>
+#include <boost/version.hpp>
+#include <zmq.h>
+
+#include "baselines/mpi_job.h"
 #include "common/memory_budget.h"
+#include "gradex_version.h"
 
 namespace gradex {
 
@@ -35,10 +41,45 @@ std::string utc_now() {
   return buf;
 }
 
+std::string& command_line() {
+  static std::string line;
+  return line;
+}
+
+nlohmann::json library_versions() {
+  int major = 0, minor = 0, patch = 0;
+  zmq_version(&major, &minor, &patch);
+  nlohmann::json libs = {
+      {"boost", std::to_string(BOOST_VERSION / 100000) + "." + std::to_string(BOOST_VERSION / 100 % 1000) +
+                    "." + std::to_string(BOOST_VERSION % 100)},
+      {"zeromq", std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch)},
+      {"eigen", std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
+                    std::to_string(EIGEN_MINOR_VERSION)}};
+  if (mpi_built()) libs["mpi"] = mpi_library_version();
+  return libs;
+}
+
 }  // namespace
+
+std::string gradex_version_text() {
+  return std::string("gradex ") + GRADEX_VERSION + " (commit " + GRADEX_COMMIT + ")";
+}
+
+void set_command_line(int argc, const char* const* argv) {
+  std::string& line = command_line();
+  line.clear();
+  for (int i = 0; i < argc; ++i) {
+    if (i > 0) line += ' ';
+    line += argv[i];
+  }
+}
 
 nlohmann::json describe_machine() {
   nlohmann::json m;
+  m["gradex"] = GRADEX_VERSION;
+  m["commit"] = GRADEX_COMMIT;
+  if (!command_line().empty()) m["command"] = command_line();
+  m["libraries"] = library_versions();
   utsname u{};
   if (uname(&u) == 0) {
     m["hostname"] = u.nodename;

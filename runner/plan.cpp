@@ -57,9 +57,6 @@ RunPlan plan_runs(Scenario scenario) {
                                "connections, which gradex cannot shape: drop \"network\" or the scheme");
     }
   }
-  // Real ranks are threads or processes of this machine; only the
-  // simulator's fibers scale past a thousand.
-  constexpr int kMaxRealRanks = 1024;
   for (std::size_t i = 0; i < scenario.workers.size(); ++i) {
     if (scenario.transport != "sim" && scenario.workers[i] > kMaxRealRanks) {
       throw ConfigError("/workers/" + std::to_string(i),

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,53 @@ TEST_F(Cli, HelpDescribesTheSubcommands) {
   for (const char* word : {"--output", "--schemes", "--workers", "--no-output"}) {
     EXPECT_NE(r.out.find(word), std::string::npos) << word;
   }
+}
+
+TEST_F(Cli, AloneItPrintsHelpAndTheVersionNamesTheCommit) {
+  const Outcome o = gradex("");
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("SUBCOMMAND"), std::string::npos) << o.out;
+  const Outcome v = gradex("--version");
+  EXPECT_EQ(v.code, 0);
+  EXPECT_TRUE(std::regex_search(v.out, std::regex(R"(^gradex \d+\.\d+\.\d+ \(commit [^)]+\)\n$)")))
+      << v.out;
+}
+
+// results.json says what ran: the scenario after every override of the
+// command line (so that it re-runs the same plan), the command itself,
+// gradex's version and commit, and the libraries' versions.
+TEST_F(Cli, ResultsHoldTheEffectiveScenarioAndTheirProvenance) {
+  const fs::path out = dir_ / "ov";
+  const fs::path sc = write("ov.json", R"({"name": "ov", "sizes": [64], "workers": [2, 3, 4],
+      "schemes": ["ps", "ring"], "timeout_ms": 20000, "output": ")" + (dir_ / "elsewhere").string() + R"("})");
+  const std::string command = "run " + sc.string() + " --schemes ring --workers 2 -o " + out.string();
+  const Outcome o = gradex(command);
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto doc = nlohmann::json::parse(slurp(out / "results.json"));
+  const auto& scenario = doc["scenario"];
+  EXPECT_EQ(scenario["schemes"], nlohmann::json::array({"ring"}));
+  EXPECT_EQ(scenario["workers"], nlohmann::json::array({2}));
+  EXPECT_EQ(scenario["output"], out.string());
+  const auto& machine = doc["machine"];
+  EXPECT_NE(machine["command"].get<std::string>().find(command), std::string::npos) << machine;
+  for (const char* key : {"gradex", "commit", "hostname", "timestamp_utc"}) {
+    EXPECT_TRUE(machine[key].is_string()) << key << " in " << machine;
+  }
+  for (const char* lib : {"boost", "zeromq", "eigen"}) {
+    EXPECT_TRUE(machine["libraries"][lib].is_string()) << lib << " in " << machine;
+  }
+  // The embedded scenario, run again, plans what ran.
+  const fs::path again = write("again.json", scenario.dump());
+  const Outcome v = gradex("validate " + again.string());
+  ASSERT_EQ(v.code, 0) << v.err;
+  EXPECT_NE(v.out.find("1 runs"), std::string::npos) << v.out;
+  // Moved onto the simulator, it drops the wall-clock fields the simulator refuses.
+  const fs::path sim_out = dir_ / "sim";
+  ASSERT_EQ(gradex("simulate " + sc.string() + " -o " + sim_out.string()).code, 0);
+  const auto sim = nlohmann::json::parse(slurp(sim_out / "results.json"))["scenario"];
+  EXPECT_EQ(sim["transport"], "sim");
+  EXPECT_FALSE(sim.contains("timeout_ms")) << sim;
+  EXPECT_EQ(gradex("validate " + write("sim.json", sim.dump()).string()).code, 0);
 }
 
 TEST_F(Cli, WrongFlagIsBadInput) {
