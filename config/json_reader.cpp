@@ -1,6 +1,7 @@
 #include "config/json_reader.h"
 
 #include "common/errors.h"
+#include "common/spelling.h"
 
 namespace gradex {
 
@@ -86,7 +87,9 @@ void JsonReader::reject_unknown() const {
     if (known_.count(key) == 0) {
       std::string allowed;
       for (const auto& k : known_) allowed += (allowed.empty() ? "" : ", ") + k;
-      throw ConfigError(child(key), "unknown key (expected one of: " + allowed + ")");
+      throw ConfigError(child(key), "unknown key" +
+                                        did_you_mean(key, {known_.begin(), known_.end()}) +
+                                        " (expected one of: " + allowed + ")");
     }
   }
 }

@@ -8,6 +8,7 @@
 #include "baselines/mpi_job.h"
 #include "baselines/mpi_schemes.h"
 #include "common/errors.h"
+#include "common/spelling.h"
 #include "ps/parameter_server.h"
 
 namespace gradex {
@@ -90,11 +91,14 @@ std::vector<std::string> portable_scheme_names() {
 
 const SchemeEntry& find_scheme(std::string_view name, const std::string& field) {
   std::string known;
+  std::vector<std::string> names;
   for (const SchemeEntry& e : scheme_registry()) {
     if (e.name == name) return e;
     known += (known.empty() ? "" : ", ") + e.name;
+    names.push_back(e.name);
   }
-  throw ConfigError(field, "unknown scheme '" + std::string(name) + "' (known: " + known + ")");
+  throw ConfigError(field, "unknown scheme '" + std::string(name) + "'" + did_you_mean(name, names) +
+                               " (known: " + known + ")");
 }
 
 std::unique_ptr<Scheme> make_scheme(std::string_view name, const SchemeOptions& options) {

@@ -9,6 +9,7 @@
 #include "common/cost_model.h"
 #include "common/dtype.h"
 #include "common/errors.h"
+#include "common/spelling.h"
 #include "common/reduce.h"
 #include "common/topology.h"
 #include "common/units.h"
@@ -167,6 +168,17 @@ TEST(Units, AcceptsTheCommonSpellingsAndKeepsBitsApartFromBytes) {
     EXPECT_EQ(e.field(), "/network/inter_node/bandwidth");
     EXPECT_NE(std::string(e.what()).find("unknown unit 'gb/s'"), std::string::npos) << e.what();
   }
+}
+
+TEST(Spelling, SuggestsOnlyWhatIsASlip) {
+  const std::vector<std::string> names = {"ring", "tree", "ps", "hierarchical", "timeout_ms"};
+  EXPECT_EQ(closest_spelling("rnig", names), "ring");            // a swap
+  EXPECT_EQ(closest_spelling("hierarchal", names), "hierarchical");  // two letters dropped
+  EXPECT_EQ(closest_spelling("timeout", names), "");             // three edits: not a slip
+  EXPECT_EQ(closest_spelling("px", names), "");                  // one edit of two letters
+  EXPECT_EQ(closest_spelling("allreduce", names), "");
+  EXPECT_EQ(did_you_mean("tre", names), " (did you mean 'tree'?)");
+  EXPECT_EQ(did_you_mean("zzz", names), "");
 }
 
 TEST(LinkShaper, SerialisesAtTheSharedIngress) {

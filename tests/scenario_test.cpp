@@ -121,6 +121,25 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"sweep_terabyte", R"({"name": "x", "sizes": {"from": "1GiB", "to": "1TiB"}})", "/sizes/to"}),
     [](const auto& info) { return std::string(info.param.label); });
 
+TEST(Scenario, AMisspeltKeyOrSchemeGetsASuggestion) {
+  const auto error_of = [](const char* text) {
+    try {
+      plan_runs(parse_scenario(nlohmann::json::parse(text)));
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(error_of(R"({"name": "x", "sizes": [4], "shemes": ["ring"]})").find("did you mean 'schemes'?"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"name": "x", "sizes": [4], "ps": {"server": 2}})").find("did you mean 'servers'?"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"name": "x", "sizes": [4], "schemes": ["rnig"]})").find("did you mean 'ring'?"),
+            std::string::npos);
+  EXPECT_EQ(error_of(R"({"name": "x", "sizes": [4], "colour": "red"})").find("did you mean"),
+            std::string::npos);
+}
+
 TEST(Scenario, JsonSyntaxErrorsNameLineAndColumn) {
   const auto path = std::filesystem::temp_directory_path() / "gradex_bad_syntax.json";
   {
