@@ -5,7 +5,6 @@
 
 #include "cli/command.h"
 #include "cli/scenario_flags.h"
-#include "runner/train_plan.h"
 #include "runner/execute.h"
 #include "runner/report.h"
 
@@ -25,12 +24,7 @@ Command add_run_command(CLI::App& parent) {
             RunPlan plan = load_plan(*flags);
             check_output_paths(*flags, plan.scenario);
             std::ostream& out = std::cout;
-            if (const auto& training = plan.scenario.training) {
-              const TrainJob job(*training, workload_fields(*flags));
-              job.check_worker_counts(plan.scenario.workers, workload_fields(*flags));
-              print_train_preamble(out, plan.scenario, job);
-              return run_train_plan(plan, job, out);
-            }
+            if (plan.scenario.training) return run_training_scenario(plan, *flags, *quiet, out);
             print_preamble(out, plan.scenario);
             const PlannedRun* current = nullptr;
             auto rows = execute_plan(plan, [&](const PlannedRun& run, const ResultRow& row) {

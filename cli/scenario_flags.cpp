@@ -5,6 +5,7 @@
 #include "common/errors.h"
 #include "config/scenario.h"
 #include "runner/output_paths.h"
+#include "runner/train_plan.h"
 #include "schemes/registry.h"
 #include "transport/options.h"
 #include "train/train_job.h"
@@ -112,6 +113,15 @@ void check_output_paths(const ScenarioFlags& flags, const Scenario& s) {
   if (s.training && !s.training->trace.empty()) {
     check_output_file(s.training->trace, workload_fields(flags)("trace"));
   }
+}
+
+int run_training_scenario(const RunPlan& plan, const ScenarioFlags& flags, bool quiet,
+                          std::ostream& out) {
+  if (quiet) throw ConfigError("-q", "applies to all-reduce workloads; a training run prints its epochs");
+  const TrainJob job(*plan.scenario.training, workload_fields(flags));
+  job.check_worker_counts(plan.scenario.workers, workload_fields(flags));
+  print_train_preamble(out, plan.scenario, job);
+  return run_train_plan(plan, job, out);
 }
 
 }  // namespace gradex::cli

@@ -36,5 +36,10 @@ FieldNamer workload_fields(const ScenarioFlags& flags);
 // `scenario` (loaded with `flags`) can be written (runner/output_paths.h):
 // ConfigError naming -o or the scenario's field ("x.json#/output") otherwise.
 void check_output_paths(const ScenarioFlags& flags, const Scenario& scenario);
+// Runs a scenario whose workload trains (`gradex run` and `gradex simulate`
+// alike): the epochs as they end, then the summary and the result files.
+// `quiet` does not apply (each epoch's line is the progress) and is refused.
+int run_training_scenario(const RunPlan& plan, const ScenarioFlags& flags, bool quiet,
+                          std::ostream& out);
 
 }  // namespace gradex::cli

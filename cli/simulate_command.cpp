@@ -13,6 +13,7 @@
 
 #include "cli/command.h"
 #include "cli/scenario_flags.h"
+#include "common/errors.h"
 #include "common/units.h"
 #include "runner/execute.h"
 #include "runner/report.h"
@@ -64,9 +65,23 @@ Command add_simulate_command(CLI::App& parent) {
   cmd->add_option("--servers", *servers, "parameter-server counts to sweep (e.g. 1,2,4)")
       ->delimiter(',')
       ->check(CLI::Range(1, 1024));
-  return {cmd, [flags, servers] {
+  auto quiet = std::make_shared<bool>(false);
+  cmd->add_flag("-q,--quiet", *quiet, "print no line per size (the result files hold them)");
+  return {cmd, [flags, servers, quiet] {
             std::ostream& out = std::cout;
             const std::vector<int> sweep = servers->empty() ? std::vector<int>{0} : *servers;
+            {
+              ScenarioFlags f = *flags;
+              f.transport = "sim";
+              RunPlan plan = load_plan(f);
+              if (plan.scenario.training) {
+                if (!servers->empty()) {
+                  throw ConfigError("--servers", "sweeps apply to all-reduce workloads");
+                }
+                check_output_paths(f, plan.scenario);
+                return run_training_scenario(plan, f, *quiet, out);
+              }
+            }
             std::vector<ResultRow> all;
             Scenario scenario;
             for (int k : sweep) {
@@ -84,6 +99,7 @@ Command add_simulate_command(CLI::App& parent) {
               const PlannedRun* current = nullptr;
               auto last = std::chrono::steady_clock::now();
               auto rows = execute_plan(plan, [&](const PlannedRun& run, const ResultRow& row) {
+                if (*quiet) return;
                 const auto now = std::chrono::steady_clock::now();
                 if (current != &run) {
                   print_header(out, run, plan.scenario.ps_servers);

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "common/errors.h"
 #include "config/scenario.h"
@@ -71,6 +73,45 @@ TEST(SimulateCommand, PrintsModelBesideSimulationAndWritesCsv) {
   EXPECT_NE(csv.find("model_time_s"), std::string::npos) << csv;
   // 2 server counts x 2 worker counts x 2 schemes, plus the header.
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 9) << csv;
+  fs::remove_all(dir);
+}
+
+// Runs `gradex simulate ARGS`, returning the exit code and the output.
+std::pair<int, std::string> simulate(const fs::path& dir, const std::string& args) {
+  const std::string cmd = std::string(GRADEX_BINARY) + " simulate " + args + " > " +
+                          (dir / "stdout").string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "stdout")};
+}
+
+// A training scenario simulates as well: its steps on virtual time, its
+// flags checked like any run's.
+TEST(SimulateCommand, TrainsATrainingScenarioAndQuietDropsTheLinePerSize) {
+  const fs::path dir = fs::temp_directory_path() / ("gradex_simulate_train_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "t.json") << R"({"name": "t", "workers": 2, "schemes": ["ring", "ps"],
+      "network": {"inter_node": "ib_hdr_200g"},
+      "workload": {"kind": "train", "model": "resnet50", "fwd_ms": 1, "param_scale": 0.001,
+                   "max_steps": 2}})";
+  const std::string train = (dir / "t.json").string();
+  auto [code, out] = simulate(dir, train + " -o " + (dir / "out").string());
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("# transport sim"), std::string::npos) << out;
+  EXPECT_TRUE(fs::exists(dir / "out" / "results.json"));
+  std::tie(code, out) = simulate(dir, train + " -q");
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("-q: applies to all-reduce workloads"), std::string::npos) << out;
+  std::tie(code, out) = simulate(dir, train + " --servers 1,2");
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("--servers: sweeps apply to all-reduce workloads"), std::string::npos) << out;
+  // -q on an all-reduce scenario: the preamble and no line per size.
+  std::ofstream(dir / "a.json") << R"({"name": "a", "workers": 4, "schemes": ["ring"],
+      "sizes": ["1MiB"], "network": {"inter_node": "ib_hdr_200g"}})";
+  std::tie(code, out) = simulate(dir, (dir / "a.json").string() + " -q --no-output");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("# simulated"), std::string::npos) << out;
+  EXPECT_EQ(out.find("1048576"), std::string::npos) << out;
   fs::remove_all(dir);
 }
 
