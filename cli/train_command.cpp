@@ -5,6 +5,7 @@
 // Chrome trace of the first steps. The flags fill the same TrainWorkload a
 // scenario's "workload" does; the job and the output are shared with
 // `gradex run` (train/train_job.h, runner/train_output.h).
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -131,8 +132,8 @@ int run_profiled(const TrainFlags& f, const TrainJob& job, const std::vector<std
 }
 
 // A flag the run would not read is an error, never ignored.
-void refuse_flags_that_do_not_apply(const TrainFlags& f, const CLI::Option& timeout,
-                                    const CLI::Option& straggler, const CLI::Option& link) {
+void refuse_flags_that_do_not_apply(const TrainFlags& f, const CLI::App& cmd) {
+  const auto given = [&](const char* flag) { return cmd.count(flag) > 0; };
   bool known = false;
   std::string names;
   for (std::string_view t : kTransportNames) {
@@ -147,16 +148,35 @@ void refuse_flags_that_do_not_apply(const TrainFlags& f, const CLI::Option& time
     throw ConfigError(consistency ? "--consistency" : "--zero",
                       "runs on in-process threads only (got --transport " + f.transport + ")");
   }
-  if (f.transport == "sim" && timeout.count() > 0) {
+  if (f.transport == "sim" && given("--timeout-ms")) {
     throw ConfigError("--timeout-ms", "does not apply to --transport sim, whose waits end or "
                                       "deadlock on virtual time");
   }
-  if (straggler.count() > 0 && !consistency) {
+  if (given("--straggler-ms") && !consistency) {
     throw ConfigError("--straggler-ms", "applies to PS consistency training (--consistency) only");
   }
-  if (link.count() > 0 && (consistency || f.zero)) {
+  if (given("--link-gbps") && (consistency || f.zero)) {
     throw ConfigError("--link-gbps", std::string(consistency ? "--consistency" : "--zero") +
                                          " runs on unshaped links");
+  }
+  const auto& c = f.w.consistency;
+  if (given("--staleness") && std::find(c.begin(), c.end(), "ssp") == c.end()) {
+    throw ConfigError("--staleness", "applies to --consistency ssp only");
+  }
+  if (given("--latency-us") && !given("--link-gbps")) {
+    throw ConfigError("--latency-us", "applies to shaped links (--link-gbps) only");
+  }
+  if (given("--trace-steps") && !given("--trace")) {
+    throw ConfigError("--trace-steps", "applies with --trace only");
+  }
+  const bool profiled = given("--profile");
+  for (const char* flag : {"--fwd-ms", "--bwd-ratio", "--param-scale"}) {
+    if (given(flag) && !profiled) throw ConfigError(flag, "applies to --profile workloads only");
+  }
+  // A profiled workload emulates compute: no layers, no data, no optimizer.
+  for (const char* flag : {"--layers", "--data-dir", "--train-samples", "--optimizer", "--lr",
+                           "--momentum", "--zero", "--consistency"}) {
+    if (given(flag) && profiled) throw ConfigError(flag, "does not apply to --profile workloads");
   }
 }
 
@@ -190,9 +210,8 @@ Command add_train_command(CLI::App& parent) {
   cmd->add_option("--trace", w.trace, "write a Chrome trace (JSON) of the first steps here");
   cmd->add_option("--trace-steps", w.trace_steps, "steps of epoch 1 the trace records");
   // The scenario's "timeout_ms": same unit, same default, same range.
-  CLI::Option* timeout =
-      cmd->add_option("--timeout-ms", f->timeout_ms, "milliseconds any single wait may block")
-          ->check(CLI::Range(std::int64_t{1}, kMaxTimeoutMs));
+  cmd->add_option("--timeout-ms", f->timeout_ms, "milliseconds any single wait may block")
+      ->check(CLI::Range(std::int64_t{1}, kMaxTimeoutMs));
   cmd->add_option("--transport", f->transport,
                   "where the workers run: inproc (threads, the default), tcp or zmq (threads "
                   "over loopback), sim (fibers on virtual time, compute measured and charged)");
@@ -206,17 +225,16 @@ Command add_train_command(CLI::App& parent) {
   cmd->add_option("--bwd-ratio", w.bwd_ratio, "profiled: backward time / forward time");
   cmd->add_option("--param-scale", w.param_scale,
                   "profiled: gradient elements per parameter (shrink with the link rate)");
-  CLI::Option* link =
-      cmd->add_option("--link-gbps", f->link_gbps, "shape every link to this many GB/s (0: unshaped)");
+  cmd->add_option("--link-gbps", f->link_gbps, "shape every link to this many GB/s (0: unshaped)");
   cmd->add_option("--latency-us", f->latency_us, "shaped links' latency in microseconds");
   cmd->add_flag("--zero", f->zero,
                 "also train with ZeRO-2 sharding (ring reduce-scatter, sharded optimizer, "
                 "all-gather) and compare optimizer memory");
   cmd->add_option("--staleness", w.staleness, "SSP's staleness bound s, in steps");
-  CLI::Option* straggler = cmd->add_option("--straggler-ms", f->straggler_ms,
-                                           "PS training: the last worker sleeps this long every step");
-  return {cmd, [f, timeout, straggler, link] {
-            refuse_flags_that_do_not_apply(*f, *timeout, *straggler, *link);
+  cmd->add_option("--straggler-ms", f->straggler_ms,
+                  "PS training: the last worker sleeps this long every step");
+  return {cmd, [f, cmd] {
+            refuse_flags_that_do_not_apply(*f, *cmd);
             // Where the run writes, checked before it trains for minutes.
             if (!f->output.empty()) check_output_folder(f->output, "-o");
             if (!f->w.trace.empty()) check_output_file(f->w.trace, "--trace");

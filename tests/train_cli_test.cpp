@@ -97,7 +97,12 @@ TEST_F(TrainCli, FlagsThatDoNotApplyAreRefused) {
            {"--transport zmq --zero", "--zero: runs on in-process threads only"},
            {"--straggler-ms 5", "--straggler-ms: applies to PS consistency training"},
            {"--zero --link-gbps 1", "--link-gbps: --zero runs on unshaped links"},
-           {"--consistency asp --link-gbps 1", "--link-gbps: --consistency runs on unshaped links"}}) {
+           {"--consistency asp --link-gbps 1", "--link-gbps: --consistency runs on unshaped links"},
+           {"--consistency asp --staleness 2", "--staleness: applies to --consistency ssp only"},
+           {"--latency-us 5", "--latency-us: applies to shaped links (--link-gbps) only"},
+           {"--trace-steps 3", "--trace-steps: applies with --trace only"},
+           {"--fwd-ms 3", "--fwd-ms: applies to --profile workloads only"},
+           {"--profile resnet50 --layers 16", "--layers: does not apply to --profile workloads"}}) {
     const Outcome o = run(data + flags);
     EXPECT_EQ(o.code, 2) << flags;
     EXPECT_NE(o.err.find(named), std::string::npos) << flags << ": " << o.err;
