@@ -81,6 +81,22 @@ std::optional<TrainWorkload> parse_workload(const nlohmann::json& value, const s
   if (r.has("staleness") && w.consistency.empty()) {
     throw ConfigError(r.child("staleness"), "applies to PS training only: give \"consistency\" too");
   }
+  if (r.has("trace_steps") && w.trace.empty()) {
+    throw ConfigError(r.child("trace_steps"), "applies with \"trace\" only");
+  }
+  // A profiled model emulates compute: it has no layers, data or optimizer
+  // of its own; the MLP computes for real and has no emulated times.
+  const bool mlp = w.model == "mlp";
+  for (const char* key : {"layers", "optimizer", "lr", "momentum", "data_dir", "train_samples"}) {
+    if (!mlp && r.has(key)) {
+      throw ConfigError(r.child(key), "does not apply to the profiled model \"" + w.model + "\"");
+    }
+  }
+  for (const char* key : {"fwd_ms", "bwd_ratio", "param_scale"}) {
+    if (mlp && r.has(key)) {
+      throw ConfigError(r.child(key), "applies to profiled models (\"model\": \"resnet50\", ...) only");
+    }
+  }
   r.reject_unknown();
   return w;
 }

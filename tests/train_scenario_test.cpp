@@ -39,14 +39,14 @@ TEST(TrainWorkload, ParsesEveryFieldAndDefaultsToAllreduce) {
       R"({"name": "x", "sizes": [64], "workload": {"kind": "allreduce"}})"));
   EXPECT_FALSE(bench.training.has_value());
   const Scenario s = parse_scenario(nlohmann::json::parse(R"({"name": "t", "workers": [2, 4],
-      "schemes": ["ring"], "workload": {"kind": "train", "model": "resnet50", "layers": "32-8",
+      "schemes": ["ring"], "workload": {"kind": "train", "model": "mlp", "layers": "32-8",
       "optimizer": "adam", "lr": 0.01, "momentum": 0.5, "batch": 16, "accumulate": 2,
       "epochs": 3, "max_steps": 7, "seed": 9, "bucket_mb": 0.5, "overlap": false,
       "compression": "bf16", "data_dir": "/d", "train_samples": 100, "trace": "t.json",
-      "trace_steps": 2, "fwd_ms": 3, "bwd_ratio": 1.5, "param_scale": 0.01}})"));
+      "trace_steps": 2}})"));
   ASSERT_TRUE(s.training.has_value());
   const TrainWorkload& w = *s.training;
-  EXPECT_EQ(w.model, "resnet50");
+  EXPECT_EQ(w.model, "mlp");
   EXPECT_EQ(w.layers, "32-8");
   EXPECT_EQ(w.optimizer, "adam");
   EXPECT_DOUBLE_EQ(w.lr, 0.01);
@@ -59,7 +59,13 @@ TEST(TrainWorkload, ParsesEveryFieldAndDefaultsToAllreduce) {
   EXPECT_EQ(w.compression, "bf16");
   EXPECT_EQ(w.train_samples, 100u);
   EXPECT_EQ(w.trace_steps, 2);
-  EXPECT_DOUBLE_EQ(w.param_scale, 0.01);
+  // A profiled model's own fields.
+  const Scenario p = parse_scenario(nlohmann::json::parse(R"({"name": "p", "workload": {"kind": "train",
+      "model": "resnet50", "fwd_ms": 3, "bwd_ratio": 1.5, "param_scale": 0.01}})"));
+  EXPECT_DOUBLE_EQ(p.training->fwd_ms, 3);
+  EXPECT_DOUBLE_EQ(p.training->bwd_ratio, 1.5);
+  EXPECT_DOUBLE_EQ(p.training->param_scale, 0.01);
+  EXPECT_NO_THROW(check_train_workload(*p.training, workload_pointer()));
   EXPECT_TRUE(s.sizes.empty());
   EXPECT_NO_THROW(check_train_workload(w, workload_pointer()));
   EXPECT_EQ(plan_runs(s).runs.size(), 2u);
@@ -106,6 +112,10 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"consistency_name", TRAIN(R"(, "consistency": ["bsp", "eventual"])"), "/workload/consistency"},
         Malformed{"consistency_type", TRAIN(R"(, "consistency": ["bsp", 3])"), "/workload/consistency/1"},
         Malformed{"staleness_alone", TRAIN(R"(, "staleness": 3)"), "/workload/staleness"},
+        Malformed{"trace_steps_alone", TRAIN(R"(, "trace_steps": 3)"), "/workload/trace_steps"},
+        Malformed{"layers_profiled", TRAIN(R"(, "model": "vgg16", "layers": "8")"), "/workload/layers"},
+        Malformed{"lr_profiled", TRAIN(R"(, "model": "vgg16", "lr": 0.1)"), "/workload/lr"},
+        Malformed{"fwd_ms_mlp", TRAIN(R"(, "fwd_ms": 2)"), "/workload/fwd_ms"},
         Malformed{"sizes", R"({"name": "x", "sizes": [64], "workload": {"kind": "train"}})", "/sizes"},
         Malformed{"iters", R"({"name": "x", "iters": 3, "workload": {"kind": "train"}})", "/iters"},
         Malformed{"consistency_sim", R"({"name": "x", "transport": "sim", "workload": {"kind": "train", "consistency": ["asp"]}})", "/workload/consistency"},
