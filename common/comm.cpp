@@ -82,6 +82,22 @@ void Comm::wait_all(std::span<Request> requests) {
   for (Request& r : requests) wait(r);
 }
 
+std::size_t Comm::wait_any(std::span<Request> requests) {
+  std::vector<RequestState*> states;
+  std::vector<std::size_t> index;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (requests[i].state_ == nullptr) continue;
+    states.push_back(requests[i].state_.get());
+    index.push_back(i);
+  }
+  if (states.empty()) {
+    throw InvariantError(detail::concat("rank ", rank(), ": wait_any with no pending request"));
+  }
+  const std::size_t done = index.at(wait_any_state(states));
+  wait(requests[done]);
+  return done;
+}
+
 void Comm::send(int peer, const void* data, std::size_t bytes, Tag tag) {
   Request r = isend(peer, data, bytes, tag);
   wait(r);
@@ -165,6 +181,17 @@ std::shared_ptr<RequestState> SubComm::start_recv_reduce(int peer, Tensor dst, R
 
 void SubComm::wait_state(RequestState& state) {
   parent_.wait(static_cast<ForwardedState&>(state).inner);
+}
+
+std::size_t SubComm::wait_any_state(std::span<RequestState* const> states) {
+  // Wait on the parent's requests; the forwarded ones are then taken by
+  // wait_state, which runs their continuations exactly once.
+  std::vector<RequestState*> inner;
+  inner.reserve(states.size());
+  for (RequestState* s : states) {
+    inner.push_back(state_of(static_cast<ForwardedState*>(s)->inner));
+  }
+  return wait_any_state_of(parent_, inner);
 }
 
 }  // namespace gradex

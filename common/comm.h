@@ -99,6 +99,12 @@ class Comm {
   // PeerLostError. A completed (or never-posted) request is a no-op.
   void wait(Request& request);
   void wait_all(std::span<Request> requests);
+  // Blocks until one of the pending requests completes, completes it as
+  // wait() does and returns its index (MPI_Waitany): a server serving
+  // several peers takes whichever message comes first. Throws
+  // InvariantError if none is pending, and TimeoutError or PeerLostError
+  // as wait() does.
+  std::size_t wait_any(std::span<Request> requests);
 
   void send(int peer, const void* data, std::size_t bytes, Tag tag);
   void recv(int peer, void* data, std::size_t bytes, Tag tag);
@@ -121,6 +127,16 @@ class Comm {
     return nullptr;
   }
   virtual void wait_state(RequestState& state) = 0;
+  // Blocks until one of `states` (all pending, at least one) has completed,
+  // shaped delay included, and returns its index; wait_state() on it then
+  // returns at once. Throws as wait_state() does.
+  virtual std::size_t wait_any_state(std::span<RequestState* const> states) = 0;
+  // For a Comm layered on another (SubComm): the parent's wait_any_state,
+  // and the state behind a request.
+  static std::size_t wait_any_state_of(Comm& comm, std::span<RequestState* const> states) {
+    return comm.wait_any_state(states);
+  }
+  static RequestState* state_of(const Request& request) { return request.state_.get(); }
   void check_peer(int peer, const char* what) const;
 
  private:
@@ -162,6 +178,7 @@ class SubComm final : public Comm {
   std::shared_ptr<RequestState> start_recv_reduce(int peer, Tensor dst, ReduceOp op,
                                                   Tag tag) override;
   void wait_state(RequestState& state) override;
+  std::size_t wait_any_state(std::span<RequestState* const> states) override;
 
  private:
   Tag shift(Tag tag) const;

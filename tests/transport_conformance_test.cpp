@@ -205,6 +205,62 @@ TEST_P(Contract, AWaitWithNothingComingEndsInATimeoutNamingThePeer) {
   }
 }
 
+TEST_P(Contract, WaitAnyTakesWhicheverMessageCameFirst) {
+  // Rank 2 sends at once; rank 1 only after rank 0 took rank 2's message,
+  // so rank 0's first wait_any must return rank 2's receive whatever order
+  // the receives were posted in. Rank 1's goes through a receive-reduce,
+  // whose combination must happen exactly once.
+  world(3)->run([](Comm& c) {
+    if (c.rank() == 0) {
+      std::vector<float> from1(4, 10.0f);
+      float from2 = 0;
+      std::vector<Request> rs;
+      rs.push_back(c.irecv_reduce(1, Tensor{from1.data(), from1.size(), DType::f32},
+                                  ReduceOp::sum, 4));
+      rs.push_back(c.irecv(2, &from2, sizeof from2, 4));
+      EXPECT_EQ(c.wait_any(rs), 1u);
+      EXPECT_EQ(from2, 2.0f);
+      EXPECT_FALSE(rs[1].pending());
+      c.send(1, nullptr, 0, 5);  // rank 1 may send now
+      EXPECT_EQ(c.wait_any(rs), 0u);
+      EXPECT_EQ(from1, std::vector<float>(4, 11.0f));
+      EXPECT_THROW(c.wait_any(rs), InvariantError);  // nothing left pending
+    } else if (c.rank() == 1) {
+      c.recv(0, nullptr, 0, 5);
+      std::vector<float> v(4, 1.0f);
+      c.send(0, v.data(), v.size() * sizeof(float), 4);
+    } else {
+      const float v = 2.0f;
+      c.send(0, &v, sizeof v, 4);
+    }
+  });
+}
+
+TEST_P(Contract, WaitAnyInASubGroupAndItsTimeout) {
+  try {
+    world(3, 1000ms)->run([](Comm& c) {
+      // Ranks {0, 2} as a group of two: sub-rank 1 (rank 2) sends once.
+      if (c.rank() == 1) return;
+      SubComm sub(c, {0, 2}, 1);
+      int x = 0, y = 0;
+      if (sub.rank() == 0) {
+        std::vector<Request> rs;
+        rs.push_back(sub.irecv(1, &x, sizeof x, 6));
+        rs.push_back(sub.irecv(1, &y, sizeof y, 7));  // never sent
+        EXPECT_EQ(sub.wait_any(rs), 0u);
+        EXPECT_EQ(x, 42);
+        sub.wait_any(rs);  // only tag 7 is left: times out
+      } else {
+        x = 42;
+        sub.send(0, &x, sizeof x, 6);
+      }
+    });
+    FAIL() << "the second wait_any should time out";
+  } catch (const TimeoutError& e) {
+    EXPECT_NE(std::string(e.what()).find("receive from rank 2"), std::string::npos) << e.what();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, Contract, ::testing::ValuesIn(all_transports()),
                          [](const auto& info) { return info.param; });
 

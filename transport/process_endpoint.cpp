@@ -164,11 +164,27 @@ void ProcessEndpoint::fail(int failed_rank, const std::string& why) {
 // ---- waiting ----------------------------------------------------------------
 
 void ProcessEndpoint::wait_state(RequestState& state) {
-  auto& op = static_cast<Op&>(state);
+  RequestState* const one[] = {&state};
+  wait_any_state(one);
+}
+
+std::size_t ProcessEndpoint::wait_any_state(std::span<RequestState* const> states) {
   Clock& wall = wall_clock();
   const double started = wall.now();
   const double deadline = started + seconds(options_.timeout);
-  auto over = [&] { return op.finished() || failed() || closed_; };
+  // Of the finished operations, the one the shaped network delivers first.
+  auto first_done = [&]() -> std::size_t {
+    std::size_t pick = states.size();
+    for (std::size_t i = 0; i < states.size(); ++i) {
+      const auto& op = static_cast<Op&>(*states[i]);
+      if (op.finished() &&
+          (pick == states.size() || op.not_before < static_cast<Op&>(*states[pick]).not_before)) {
+        pick = i;
+      }
+    }
+    return pick;
+  };
+  auto over = [&] { return first_done() < states.size() || failed() || closed_; };
   // Poll without sleeping first, yielding the core between polls: a message
   // that arrives within `spin` is taken without putting this process to
   // sleep and waking it again, which costs tens of microseconds (more on a
@@ -179,20 +195,22 @@ void ProcessEndpoint::wait_state(RequestState& state) {
     const double spin_until = std::min(deadline, wall.now() + seconds(options_.spin));
     while (!over() && wall.now() < spin_until) {
       progress(0);
-      if (!op.finished()) sched_yield();
+      if (!over()) sched_yield();
     }
   }
   while (!over() && wall.now() < deadline) progress(deadline);
-  if (op.finished()) {
+  const std::size_t pick = first_done();
+  const Op& op = static_cast<Op&>(*states[pick < states.size() ? pick : 0]);
+  if (pick < states.size()) {
     if (!op.error.empty()) throw InvariantError(detail::concat("rank ", rank_, ": ", op.error));
     // Shaped: the message is not through the modelled NIC yet. Keep the
     // connections moving meanwhile, so the peers' frames are not held up;
     // this wait is part of the receive's and ends by the same deadline.
     const double until = std::min(op.not_before, deadline);
     while (!failed() && !closed_ && wall.now() < until) progress(until);
-    if (failed() || closed_ || wall.now() >= op.not_before) return;
+    if (failed() || closed_ || wall.now() >= op.not_before) return pick;
   }
-  const std::string note = op.finished() ? shaped_delay_note(op.not_before, started) : "";
+  const std::string note = pick < states.size() ? shaped_delay_note(op.not_before, started) : "";
   if (failed() || closed_) throw_failure(op, note);
   // What every connection still had in hand, to tell a lost message from a
   // slow peer.

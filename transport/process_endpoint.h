@@ -85,6 +85,7 @@ class ProcessEndpoint : public GroupEndpoint {
   std::shared_ptr<RequestState> start_recv_reduce(int peer, Tensor dst, ReduceOp op,
                                                   Tag tag) final;
   void wait_state(RequestState& state) final;
+  std::size_t wait_any_state(std::span<RequestState* const> states) final;
 
   // ---- the primitives a transport fills --------------------------------
   // Hands `frame` to the wire to frame->peer; completes frame->op (finish())

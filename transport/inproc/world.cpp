@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <sys/prctl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -109,21 +110,38 @@ class InprocComm final : public Comm {
   }
 
   void wait_state(RequestState& state) override {
-    auto& op = static_cast<Op&>(state);
+    RequestState* const one[] = {&state};
+    wait_any_state(one);
+  }
+
+  std::size_t wait_any_state(std::span<RequestState* const> states) override {
     RankSync& sync = world_.sync[static_cast<std::size_t>(rank_)];
     const double started = wall_clock().now();
     const auto deadline = std::chrono::steady_clock::now() + world_.options.timeout;
-    if (!poll(op, deadline)) {
+    auto any_finished = [&] {
+      return std::any_of(states.begin(), states.end(),
+                         [](RequestState* s) { return static_cast<Op*>(s)->finished(); });
+    };
+    if (!poll(any_finished, deadline)) {
       std::unique_lock lock(sync.mutex);
-      sync.cv.wait_until(lock, deadline,
-                         [&] { return op.finished() || world_.aborted.load(); });
-      if (!op.finished()) {
+      sync.cv.wait_until(lock, deadline, [&] { return any_finished() || world_.aborted.load(); });
+      if (!any_finished()) {
         lock.unlock();
         if (world_.aborted.load()) world_.throw_aborted(rank_);
-        time_out(op, "");
+        time_out(static_cast<Op&>(*states[0]), "");
       }
     }
-    if (world_.aborted.load() && !op.finished()) world_.throw_aborted(rank_);
+    if (world_.aborted.load() && !any_finished()) world_.throw_aborted(rank_);
+    // Of the finished operations, the one the shaped network delivers first.
+    std::size_t pick = states.size();
+    for (std::size_t i = 0; i < states.size(); ++i) {
+      const auto& op = static_cast<Op&>(*states[i]);
+      if (op.finished() &&
+          (pick == states.size() || op.not_before < static_cast<Op&>(*states[pick]).not_before)) {
+        pick = i;
+      }
+    }
+    auto& op = static_cast<Op&>(*states[pick]);
     if (!op.error.empty()) throw InvariantError(op.error);
     // Shaped: the message is not through the modelled NIC yet. That wait
     // is part of this one and ends by the same deadline.
@@ -131,6 +149,7 @@ class InprocComm final : public Comm {
     if (op.not_before > 0 && !sleep_until_by(op.not_before, started + timeout_s)) {
       time_out(op, shaped_delay_note(op.not_before, started));
     }
+    return pick;
   }
 
  private:
@@ -141,16 +160,17 @@ class InprocComm final : public Comm {
     throw TimeoutError(what);
   }
 
-  // Polls `op` for up to TransportOptions::spin, yielding the core between
+  // Polls until `done()` for up to TransportOptions::spin, yielding the core between
   // polls, and says whether the wait is over (done or aborted). A message
   // that lands within the spin costs no sleep and no wake-up, which on a
   // VM go through the hypervisor (the README's "Waits" measures both).
   // Yielding lets any rank that shares the core run first, so a poll never
   // keeps a rank with work to do off its core.
-  bool poll(const Op& op, std::chrono::steady_clock::time_point deadline) const {
+  template <typename Done>
+  bool poll(const Done& done, std::chrono::steady_clock::time_point deadline) const {
     const auto until = std::min(deadline, std::chrono::steady_clock::now() + world_.options.spin);
     while (true) {
-      if (op.finished() || world_.aborted.load()) return true;
+      if (done() || world_.aborted.load()) return true;
       if (std::chrono::steady_clock::now() >= until) return false;
       sched_yield();
     }

@@ -179,6 +179,16 @@ class SimComm final : public Comm {
     while (!op.finished()) world_.block(rank_, op);
     if (!op.error.empty()) throw InvariantError(op.error);
   }
+  std::size_t wait_any_state(std::span<RequestState* const> states) override {
+    // Any completion of this rank's operations wakes it (Impl::complete),
+    // so block until one of these has.
+    while (true) {
+      for (std::size_t i = 0; i < states.size(); ++i) {
+        if (static_cast<SimOp*>(states[i])->finished()) return i;
+      }
+      world_.block(rank_, *static_cast<SimOp*>(states[0]));
+    }
+  }
 
  private:
   // Nothing is posted once the world failed.
