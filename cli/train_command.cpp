@@ -58,6 +58,14 @@ struct Setup {
   RankTransport transport;
 };
 
+// --link-gbps's network for a run of `endpoints` endpoints: the workers,
+// then the servers.
+std::optional<Topology> shaping_for(const TrainFlags& f, int endpoints) {
+  if (f.link_gbps <= 0) return std::nullopt;
+  const LinkSpec link{f.link_gbps * 1e9, f.latency_us * 1e-6};
+  return Topology::grouped(f.workers, f.ranks_per_node, endpoints - f.workers, link, link);
+}
+
 Setup setup_for(const TrainFlags& f, const std::string& scheme) {
   Setup s;
   s.options.workers = f.workers;
@@ -65,12 +73,7 @@ Setup setup_for(const TrainFlags& f, const std::string& scheme) {
   s.options.ranks_per_node = f.ranks_per_node;
   s.transport.name = f.transport;
   s.transport.options.timeout = std::chrono::milliseconds(f.timeout_ms);
-  if (f.link_gbps > 0) {
-    const LinkSpec link{f.link_gbps * 1e9, f.latency_us * 1e-6};
-    const int endpoints = make_scheme(scheme, s.options)->endpoints();
-    s.transport.options.shaping = Topology::grouped(f.workers, f.ranks_per_node, endpoints - f.workers,
-                                            link, link);
-  }
+  s.transport.options.shaping = shaping_for(f, make_scheme(scheme, s.options)->endpoints());
   return s;
 }
 
@@ -89,13 +92,14 @@ int run_ps_training(const TrainFlags& f, const TrainJob& job) {
   TrainOutcome o;
   for (const std::string& name : f.w.consistency) {
     const Consistency c = parse_consistency(name, "--consistency");
-    const std::string label =
-        c == Consistency::ssp ? "ssp(s=" + std::to_string(f.w.staleness) + ")" : name;
+    const std::string label = consistency_label(c, f.w.staleness);
     std::cout << "# parameter server, " << label << ", " << f.servers << " server(s)\n"
               << std::flush;
+    RankTransport transport{f.transport, {}};
+    transport.options.timeout = std::chrono::milliseconds(f.timeout_ms);
+    transport.options.shaping = shaping_for(f, f.workers + f.servers);
     PsTrainResult r = job.train_parameter_server(
-        c, f.workers, f.servers, f.straggler_ms,
-        TransportOptions{std::chrono::milliseconds(f.timeout_ms), std::nullopt},
+        c, f.workers, f.servers, f.straggler_ms, transport,
         [&](const EpochRecord& e) { print_epoch(std::cout, label, e); });
     o.staleness_table += staleness_row(label, f.servers, r);
     o.staleness.push_back(staleness_json(label, r));
@@ -144,9 +148,8 @@ void refuse_flags_that_do_not_apply(const TrainFlags& f, const CLI::App& cmd) {
     throw ConfigError("--transport", "unknown transport '" + f.transport + "' (known: " + names + ")");
   }
   const bool consistency = !f.w.consistency.empty();
-  if (f.transport != "inproc" && (consistency || f.zero)) {
-    throw ConfigError(consistency ? "--consistency" : "--zero",
-                      "runs on in-process threads only (got --transport " + f.transport + ")");
+  if (f.transport != "inproc" && f.zero) {
+    throw ConfigError("--zero", "runs on in-process threads only (got --transport " + f.transport + ")");
   }
   if (f.transport == "sim" && given("--timeout-ms")) {
     throw ConfigError("--timeout-ms", "does not apply to --transport sim, whose waits end or "
@@ -155,9 +158,8 @@ void refuse_flags_that_do_not_apply(const TrainFlags& f, const CLI::App& cmd) {
   if (given("--straggler-ms") && !consistency) {
     throw ConfigError("--straggler-ms", "applies to PS consistency training (--consistency) only");
   }
-  if (given("--link-gbps") && (consistency || f.zero)) {
-    throw ConfigError("--link-gbps", std::string(consistency ? "--consistency" : "--zero") +
-                                         " runs on unshaped links");
+  if (given("--link-gbps") && f.zero) {
+    throw ConfigError("--link-gbps", "--zero runs on unshaped links");
   }
   const auto& c = f.w.consistency;
   if (given("--staleness") && std::find(c.begin(), c.end(), "ssp") == c.end()) {

@@ -12,13 +12,17 @@ namespace gradex {
 int group_size(const RunPlan& plan) {
   int n = 1;
   for (const PlannedRun& run : plan.runs) n = std::max(n, run.instance->endpoints());
+  const Scenario& sc = plan.scenario;
+  if (sc.training && !sc.training->consistency.empty()) {
+    for (int workers : sc.workers) n = std::max(n, workers + sc.ps_servers);
+  }
   return n;
 }
 
-std::optional<Topology> group_shaping(const Scenario& sc, const PlannedRun& run,
+std::optional<Topology> group_shaping(const Scenario& sc, int workers, int endpoints,
                                       int group_size) {
   if (!sc.network.shaped) return std::nullopt;
-  Topology shaping = scenario_topology(sc, run.workers, run.instance->endpoints());
+  Topology shaping = scenario_topology(sc, workers, endpoints);
   // Idle endpoints get nodes of their own: they move nothing anyway.
   int next_node = shaping.node_of.empty()
                       ? 0
@@ -39,7 +43,7 @@ std::vector<ResultRow> execute_plan_on_group(
     Scheme& scheme = *run.instance;
     const int endpoints = scheme.endpoints();
     const Topology topo = scenario_topology(sc, run.workers, endpoints);
-    const std::optional<Topology> shaping = group_shaping(sc, run, comm.size());
+    const std::optional<Topology> shaping = group_shaping(sc, run.workers, endpoints, comm.size());
     // Nobody sends under the new model before everybody installed it.
     comm.barrier();
     reshape(shaping);

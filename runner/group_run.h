@@ -16,11 +16,14 @@
 namespace gradex {
 
 // Endpoints the group needs for every run of `plan`.
+// Endpoints a launched group needs: the largest run's (PS consistency
+// training: the most workers plus the servers).
 int group_size(const RunPlan& plan);
 
-// The shaping topology of `run` over a group of `group_size` endpoints
-// (idle endpoints get nodes of their own); nullopt when unshaped.
-std::optional<Topology> group_shaping(const Scenario& scenario, const PlannedRun& run,
+// The shaping topology of a run of `workers` workers on `endpoints`
+// endpoints, over a group of `group_size` endpoints (idle endpoints get
+// nodes of their own); nullopt when unshaped.
+std::optional<Topology> group_shaping(const Scenario& scenario, int workers, int endpoints,
                                       int group_size);
 
 // Called by every endpoint of `comm`. `reshape` installs each run's shaping

@@ -26,23 +26,74 @@ TrainOutputs outputs_of(const Scenario& sc, const TrainJob& job, const Trace& tr
   return w;
 }
 
-// PS training through servers that run the optimizer, per (workers, model).
-void run_consistency(const Scenario& sc, const TrainJob& job, std::ostream& out, TrainOutcome& o) {
-  const int staleness = job.workload().staleness;
+// The (workers, consistency model) runs of PS training, in plan order.
+struct ConsistencyRun {
+  int workers = 0;
+  Consistency consistency = Consistency::bsp;
+  std::string label;
+};
+
+std::vector<ConsistencyRun> consistency_runs(const Scenario& sc, const TrainJob& job) {
+  std::vector<ConsistencyRun> runs;
   for (int workers : sc.workers) {
     for (const std::string& name : job.workload().consistency) {
       const Consistency c = parse_consistency(name, "/workload/consistency");
-      const std::string label = c == Consistency::ssp ? "ssp(s=" + std::to_string(staleness) + ")" : name;
-      out << "#\n# parameter server, " << label << ", " << sc.ps_servers << " server(s), " << workers
-          << " workers\n" << std::flush;
-      PsTrainResult r = job.train_parameter_server(
-          c, workers, sc.ps_servers, 0, TransportOptions{sc.timeout, std::nullopt, sc.spin},
-          [&](const EpochRecord& e) { print_epoch(out, label, e); });
-      o.staleness_table += staleness_row(label, sc.ps_servers, r);
-      o.staleness.push_back(staleness_json(label, r));
-      o.staleness.back()["workers"] = workers;
-      o.runs.push_back({"ps_" + label, workers, std::move(r.train)});
+      runs.push_back({workers, c, consistency_label(c, job.workload().staleness)});
     }
+  }
+  return runs;
+}
+
+void print_consistency_header(std::ostream& out, const Scenario& sc, const ConsistencyRun& run) {
+  out << "#\n# parameter server, " << run.label << ", " << sc.ps_servers << " server(s), "
+      << run.workers << " workers\n" << std::flush;
+}
+
+void record_consistency(const ConsistencyRun& run, const Scenario& sc, PsTrainResult r,
+                        TrainOutcome& o) {
+  o.staleness_table += staleness_row(run.label, sc.ps_servers, r);
+  o.staleness.push_back(staleness_json(run.label, r));
+  o.staleness.back()["workers"] = run.workers;
+  o.runs.push_back({"ps_" + run.label, run.workers, std::move(r.train)});
+}
+
+// PS training through servers that run the optimizer, every rank a thread
+// of this process over the scenario's transport.
+void run_consistency(const Scenario& sc, const TrainJob& job, std::ostream& out, TrainOutcome& o) {
+  for (const ConsistencyRun& run : consistency_runs(sc, job)) {
+    print_consistency_header(out, sc, run);
+    RankTransport transport{sc.transport, TransportOptions{sc.timeout, std::nullopt, sc.spin}};
+    const int endpoints = run.workers + sc.ps_servers;
+    if (sc.network.shaped) transport.options.shaping = scenario_topology(sc, run.workers, endpoints);
+    PsTrainResult r = job.train_parameter_server(
+        run.consistency, run.workers, sc.ps_servers, 0, transport,
+        [&](const EpochRecord& e) { print_epoch(out, run.label, e); });
+    record_consistency(run, sc, std::move(r), o);
+  }
+}
+
+// The same on a launched group: one process per endpoint.
+void run_consistency_on_group(const Scenario& sc, const TrainJob& job, Comm& comm,
+                              const std::function<void(const std::optional<Topology>&)>& reshape,
+                              std::ostream& out, TrainOutcome& o) {
+  const bool printing = comm.rank() == 0;
+  const std::vector<ConsistencyRun> runs = consistency_runs(sc, job);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const ConsistencyRun& run = runs[i];
+    const int endpoints = run.workers + sc.ps_servers;
+    comm.barrier();
+    reshape(group_shaping(sc, run.workers, endpoints, comm.size()));
+    comm.barrier();
+    if (comm.rank() >= endpoints) continue;  // idle in this run
+    if (printing) print_consistency_header(out, sc, run);
+    std::vector<int> members(static_cast<std::size_t>(endpoints));
+    std::iota(members.begin(), members.end(), 0);
+    SubComm group(comm, members, static_cast<std::uint32_t>(i % kSubCommSpaces));
+    EpochCallback on_epoch;
+    if (printing) on_epoch = [&](const EpochRecord& e) { print_epoch(out, run.label, e); };
+    PsTrainResult r = ps_train_rank(group, job.ps_config(run.consistency, sc.ps_servers, 0),
+                                    job.config(), job.source(run.workers), run.workers, on_epoch);
+    if (printing) record_consistency(run, sc, std::move(r), o);
   }
 }
 
@@ -107,11 +158,14 @@ int run_train_plan_on_group(const RunPlan& plan, const TrainJob& job, Comm& comm
   const bool printing = comm.rank() == 0;
   TrainOutcome o;
   Trace trace;
+  if (!job.workload().consistency.empty()) {
+    run_consistency_on_group(sc, job, comm, reshape, out, o);
+  }
   for (std::size_t i = 0; i < plan.runs.size(); ++i) {
     const PlannedRun& run = plan.runs[i];
     // Nobody sends under the new model before everybody installed it.
     comm.barrier();
-    reshape(group_shaping(sc, run, comm.size()));
+    reshape(group_shaping(sc, run.workers, run.instance->endpoints(), comm.size()));
     comm.barrier();
     const int endpoints = run.instance->endpoints();
     if (comm.rank() >= endpoints) continue;  // idle in this run

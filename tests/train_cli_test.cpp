@@ -93,11 +93,9 @@ TEST_F(TrainCli, FlagsThatDoNotApplyAreRefused) {
   for (const auto& [flags, named] : std::vector<std::pair<std::string, std::string>>{
            {"--transport carrier-pigeon", "--transport: unknown transport 'carrier-pigeon' (known: inproc, tcp, zmq, sim)"},
            {"--transport sim --timeout-ms 500", "--timeout-ms: does not apply to --transport sim"},
-           {"--transport tcp --consistency bsp", "--consistency: runs on in-process threads only"},
            {"--transport zmq --zero", "--zero: runs on in-process threads only"},
            {"--straggler-ms 5", "--straggler-ms: applies to PS consistency training"},
            {"--zero --link-gbps 1", "--link-gbps: --zero runs on unshaped links"},
-           {"--consistency asp --link-gbps 1", "--link-gbps: --consistency runs on unshaped links"},
            {"--consistency asp --staleness 2", "--staleness: applies to --consistency ssp only"},
            {"--latency-us 5", "--latency-us: applies to shaped links (--link-gbps) only"},
            {"--trace-steps 3", "--trace-steps: applies with --trace only"},

@@ -24,6 +24,7 @@
 #include "train/zero.h"
 #include "train/reducer.h"
 #include "train/trainer.h"
+#include "transport/options.h"
 
 namespace gradex {
 namespace {
@@ -489,8 +490,56 @@ TEST(PsTraining, BspMatchesAllReduceTraining) {
     ps.servers = 2;
     const PsTrainResult r = train_parameter_server(ps, c, 3, tiny_data(), empty);
     EXPECT_LT(max_abs_diff(r.train.params, ddp.params), 1e-4) << opt;
-    EXPECT_EQ(r.max_staleness, 0);
+    EXPECT_EQ(r.staleness.max, 0);
   }
+}
+
+// The servers run against Comm alone: the same BSP training on every
+// transport, threads, loopback processes' endpoints and the simulator,
+// ends with the same bits (a BSP server sums the pushes in rank order).
+TEST(PsTraining, BspEndsBitIdenticalOnEveryTransport) {
+  const TrainConfig c = tiny_config("sgd");
+  ModelSource source;
+  source.make_model = [&] { return std::make_unique<Mlp>(c.layers, tiny_data()); };
+  source.samples = tiny_data().size();
+  PsTrainConfig ps;
+  ps.servers = 2;
+  const PsTrainResult ref = train_parameter_server(ps, c, 3, source, "inproc");
+  for (std::string_view name : kTransportNames) {
+    const std::string transport(name);
+    const PsTrainResult r = train_parameter_server(ps, c, 3, source, transport);
+    EXPECT_EQ(r.train.params, ref.train.params) << transport;
+    // Each of 2 servers took a push from 3 workers in 2 epochs of 4 steps.
+    EXPECT_EQ(r.staleness.count, 2 * 3 * 2 * 4) << transport;
+    EXPECT_EQ(r.staleness.max, 0) << transport;
+  }
+}
+
+// On the simulator the straggler's 5 ms are virtual and the other workers'
+// steps take microseconds: under ASP they run ahead and the straggler's
+// gradients arrive many updates stale; SSP holds everyone within its bound.
+TEST(PsTraining, OnTheSimulatorAStragglerMakesAspStaleAndSspBoundsIt) {
+  TrainConfig c = tiny_config("sgd");
+  c.max_steps = 12;
+  c.epochs = 1;
+  ModelSource source;
+  source.make_model = [&] { return std::make_unique<Mlp>(c.layers, tiny_data()); };
+  source.samples = tiny_data().size();
+  const int workers = 3;
+  PsTrainConfig ps;
+  ps.straggler_ms = 5;
+  ps.consistency = Consistency::asp;
+  const PsTrainResult asp = train_parameter_server(ps, c, workers, source, "sim");
+  ps.consistency = Consistency::ssp;
+  ps.staleness = 1;
+  const PsTrainResult ssp = train_parameter_server(ps, c, workers, source, "sim");
+  const long bound = (workers - 1) * (2 * ps.staleness + 1);
+  EXPECT_LE(ssp.staleness.max, bound);
+  EXPECT_GT(asp.staleness.max, bound);
+  // The straggler sets the pace. Under SSP worker 0 starts its 12th step
+  // once the straggler pushed its 10th (50 ms); under ASP it does not wait.
+  EXPECT_GE(ssp.train.epochs.back().train_seconds, 0.050 - 1e-9);
+  EXPECT_LT(asp.train.mean.iteration, ssp.train.mean.iteration);
 }
 
 // Staleness is whatever the thread schedule makes it, but its bounds are
@@ -513,7 +562,7 @@ TEST(PsTraining, AsynchronousModelsTrainAndSspBoundsStaleness) {
     ps.consistency = Consistency::ssp;
     ps.staleness = s;
     const PsTrainResult r = train_parameter_server(ps, c, workers, train, test);
-    EXPECT_LE(r.max_staleness, (workers - 1) * (2 * s + 1)) << "s=" << s;
+    EXPECT_LE(r.staleness.max, (workers - 1) * (2 * s + 1)) << "s=" << s;
     EXPECT_GT(r.final_test_accuracy, 0.85) << "s=" << s;
   }
   PsTrainConfig asp;

@@ -123,18 +123,18 @@ std::string staleness_row(const std::string& label, int servers, const PsTrainRe
   std::snprintf(line, sizeof line, "  %-12s %7d  %8.2f%%  %7.2f  %14.2f  %13ld  ", label.c_str(),
                 servers, 100 * r.final_test_accuracy,
                 r.train.epochs.empty() ? 0.0 : r.train.epochs.back().train_seconds,
-                r.mean_staleness, r.max_staleness);
+                r.staleness.mean(), r.staleness.max);
   std::string row = line;
-  for (long h : r.staleness_histogram) row += std::to_string(h) + ' ';
+  for (long h : r.staleness.histogram) row += std::to_string(h) + ' ';
   return row + '\n';
 }
 
 nlohmann::json staleness_json(const std::string& label, const PsTrainResult& r) {
   return {{"consistency", label},
           {"final_test_accuracy", r.final_test_accuracy},
-          {"mean_staleness", r.mean_staleness},
-          {"max_staleness", r.max_staleness},
-          {"histogram", r.staleness_histogram}};
+          {"mean_staleness", r.staleness.mean()},
+          {"max_staleness", r.staleness.max},
+          {"histogram", r.staleness.histogram}};
 }
 
 }  // namespace gradex

@@ -226,16 +226,22 @@ nlohmann::json TrainJob::config_json() const {
   return j;
 }
 
-PsTrainResult TrainJob::train_parameter_server(Consistency consistency, int workers, int servers,
-                                               double straggler_ms, const TransportOptions& transport,
-                                               const EpochCallback& on_epoch) const {
+PsTrainConfig TrainJob::ps_config(Consistency consistency, int servers, double straggler_ms) const {
   GRADEX_ENFORCE(!profile_, "PS consistency training needs the MLP");
   PsTrainConfig ps;
   ps.consistency = consistency;
   ps.staleness = workload_.staleness;
   ps.servers = servers;
   ps.straggler_ms = straggler_ms;
-  return gradex::train_parameter_server(ps, config_, workers, *train_, *test_, transport, on_epoch);
+  return ps;
+}
+
+PsTrainResult TrainJob::train_parameter_server(Consistency consistency, int workers, int servers,
+                                               double straggler_ms, const RankTransport& transport,
+                                               const EpochCallback& on_epoch) const {
+  return gradex::train_parameter_server(ps_config(consistency, servers, straggler_ms), config_,
+                                        workers, source(workers), transport.name,
+                                        transport.options, on_epoch);
 }
 
 TrainResult run_training(const std::string& scheme, const SchemeOptions& options,

@@ -40,6 +40,14 @@ void check_train_workload(const TrainWorkload& workload, const FieldNamer& field
 // MLP is sized with Fashion-MNIST's 784 inputs and 10 classes.
 void check_train_memory(const TrainWorkload& workload, int ranks_here, const FieldNamer& field);
 
+// Where the ranks of one run live: a World of transport `name` made in this
+// process ("inproc" threads, or threads each holding a loopback endpoint
+// of "tcp" or "zmq"), and its settings.
+struct RankTransport {
+  std::string name = "inproc";
+  TransportOptions options;
+};
+
 class TrainJob {
  public:
   // Checks the workload and, for the MLP, loads the data (DataError when a
@@ -65,9 +73,11 @@ class TrainJob {
   const Dataset& test_data() const { return *test_; }
   // The configuration as results.json's "config".
   nlohmann::json config_json() const;
-  // PS training with a consistency model (the MLP only; in-process ranks).
+  // PS training with a consistency model (the MLP only).
+  PsTrainConfig ps_config(Consistency consistency, int servers, double straggler_ms) const;
+  // ... with every rank a thread of this process, over `transport`.
   PsTrainResult train_parameter_server(Consistency consistency, int workers, int servers,
-                                       double straggler_ms, const TransportOptions& transport,
+                                       double straggler_ms, const RankTransport& transport,
                                        const EpochCallback& on_epoch) const;
 
  private:
@@ -76,14 +86,6 @@ class TrainJob {
   std::optional<ModelProfile> profile_;
   EmulationConfig emulation_;
   std::shared_ptr<const Dataset> train_, test_;
-};
-
-// Where the ranks of one run live: a World of transport `name` made in this
-// process ("inproc" threads, or threads each holding a loopback endpoint
-// of "tcp" or "zmq"), and its settings.
-struct RankTransport {
-  std::string name = "inproc";
-  TransportOptions options;
 };
 
 // One configuration: `scheme` over options.workers workers.

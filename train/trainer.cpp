@@ -119,15 +119,8 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
       train_seconds += t3 - t_start;
     }
     if (rank == 0) {
-      EpochRecord rec;
-      rec.epoch = epoch + 1;
-      rec.train_loss = loss_sum / static_cast<double>(steps * config.accumulate);
-      rec.train_seconds = train_seconds;
-      if (config.evaluate && source.evaluate) {
-        const Evaluation e = source.evaluate(params);
-        rec.test_loss = e.loss;
-        rec.test_accuracy = e.accuracy;
-      }
+      const EpochRecord rec = epoch_record(epoch, loss_sum, steps * config.accumulate,
+                                           train_seconds, config, source, params);
       if (on_epoch) on_epoch(rec);
       out.epochs.push_back(rec);
     }
@@ -144,6 +137,21 @@ std::vector<std::uint64_t> encode(const StepTimes& t, std::uint64_t hash) {
 }
 
 }  // namespace
+
+EpochRecord epoch_record(int epoch, double loss_sum, long batches, double train_seconds,
+                         const TrainConfig& config, const ModelSource& source,
+                         std::span<const float> params) {
+  EpochRecord rec;
+  rec.epoch = epoch + 1;
+  rec.train_loss = loss_sum / static_cast<double>(batches);
+  rec.train_seconds = train_seconds;
+  if (config.evaluate && source.evaluate) {
+    const Evaluation e = source.evaluate(params);
+    rec.test_loss = e.loss;
+    rec.test_accuracy = e.accuracy;
+  }
+  return rec;
+}
 
 long training_steps_per_epoch(const TrainConfig& c, std::size_t samples, int workers) {
   check(c, workers);

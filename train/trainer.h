@@ -84,6 +84,13 @@ struct ModelSource {
   std::function<Evaluation(std::span<const float>)> evaluate;
 };
 
+// Worker 0's record of an epoch of `batches` micro-batches whose losses
+// summed to `loss_sum`, with the test set scored on `params` when the
+// configuration and the source allow it.
+EpochRecord epoch_record(int epoch, double loss_sum, long batches, double train_seconds,
+                         const TrainConfig& config, const ModelSource& source,
+                         std::span<const float> params);
+
 // Optimizer steps each worker takes per epoch. Throws ConfigError when the
 // data set gives no full step (or the configuration is invalid), so callers
 // can check before any rank starts.
