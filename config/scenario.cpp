@@ -233,9 +233,6 @@ Scenario parse_scenario(const nlohmann::json& document) {
   // 0 dedicated servers is ps_hybrid's all-reduce limit; the other PS
   // schemes refuse it when planned.
   s.ps_servers = static_cast<int>(ps.integer("servers", 1, 0, kMaxRealRanks));
-  s.ps_placement = one_of(ps, "placement", "dedicated", {"dedicated", "colocated"}) == "dedicated"
-                       ? ServerPlacement::dedicated
-                       : ServerPlacement::colocated;
   ps.reject_unknown();
 
   JsonReader hier = root.object("hierarchical");
@@ -276,7 +273,6 @@ SchemeOptions scheme_options(const Scenario& s, int workers) {
   o.ranks_per_node = s.ranks_per_node;
   o.inter_algorithm = s.inter_algorithm;
   o.servers = s.ps_servers;
-  o.placement = s.ps_placement;
   return o;
 }
 

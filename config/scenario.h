@@ -51,8 +51,10 @@ struct Scenario {
   std::chrono::milliseconds timeout = kDefaultTimeout;
   // inproc and tcp: how long a wait polls (yielding) before it sleeps.
   std::chrono::microseconds spin = kDefaultSpin;
+  // PS servers: dedicated ones for ps, ps_pipelined and PS training, the
+  // extra ones of ps_hybrid, those spread over the workers for ps_colocated
+  // (each PS scheme's name fixes where its servers run).
   int ps_servers = 1;
-  ServerPlacement ps_placement = ServerPlacement::dedicated;
   std::string inter_algorithm = "ring";
   NetworkConfig network;
   std::string output;  // folder for results.csv / results.json; empty: none

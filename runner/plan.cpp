@@ -67,10 +67,6 @@ RunPlan plan_runs(Scenario scenario) {
   if (scenario.training) {
     // Checked here rather than in the parser: --transport overrides it.
     if (!scenario.training->consistency.empty()) {
-      if (scenario.ps_placement != ServerPlacement::dedicated) {
-        throw ConfigError("/ps/placement", "PS consistency training runs each server on an "
-                                           "endpoint of its own: it needs \"dedicated\"");
-      }
       if (scenario.ps_servers < 1) {
         throw ConfigError("/ps/servers", "PS consistency training needs at least one server");
       }

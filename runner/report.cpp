@@ -50,8 +50,7 @@ void print_preamble(std::ostream& out, const Scenario& s) {
                                     : "as fast as the real network and the hosts allow")
         << ")\n";
   }
-  out << "# ps: " << s.ps_servers << " server(s), "
-      << (s.ps_placement == ServerPlacement::dedicated ? "dedicated" : "colocated")
+  out << "# ps.servers: " << s.ps_servers
       << "; hierarchical inter-node algorithm: " << s.inter_algorithm << "\n";
   out << (simulated ? "# time: the slowest worker's virtual time"
                     : "# time: median of the timed iterations (slowest worker each)")

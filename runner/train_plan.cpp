@@ -119,8 +119,7 @@ void print_train_preamble(std::ostream& out, const Scenario& sc, const TrainJob&
   } else {
     out << "network unshaped";
   }
-  out << "; ps: " << sc.ps_servers << " server(s), "
-      << (sc.ps_placement == ServerPlacement::dedicated ? "dedicated" : "colocated") << "\n"
+  out << "; ps.servers: " << sc.ps_servers << "\n"
       << "# compute-share = compute / iteration (1: communication fully hidden); scaling = "
          "samples/s over N x one worker's (when the workers include 1)\n"
       << std::flush;

@@ -91,7 +91,7 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"scheme_name", R"({"name": "x", "sizes": [4], "schemes": ["ring", "rnig"]})", "/schemes/1"},
         Malformed{"schemes_type", R"({"name": "x", "sizes": [4], "schemes": 3})", "/schemes"},
         Malformed{"ps_key", R"({"name": "x", "sizes": [4], "ps": {"server": 2}})", "/ps/server"},
-        Malformed{"ps_placement", R"({"name": "x", "sizes": [4], "ps": {"placement": "moon"}})", "/ps/placement"},
+        Malformed{"ps_placement", R"({"name": "x", "sizes": [4], "ps": {"placement": "dedicated"}})", "/ps/placement"},
         Malformed{"net_empty", R"({"name": "x", "sizes": [4], "network": {}})", "/network"},
         Malformed{"net_bw", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"bandwidth": "fast"}}})", "/network/inter_node/bandwidth"},
         Malformed{"net_missing_bw", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"latency": "1us"}}})", "/network/inter_node/bandwidth"},

@@ -120,7 +120,6 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"iters", R"({"name": "x", "iters": 3, "workload": {"kind": "train"}})", "/iters"},
         Malformed{"timeout_sim", R"({"name": "x", "transport": "sim", "timeout_ms": 100, "workload": {"kind": "train"}})", "/timeout_ms"},
         Malformed{"spin_sim", R"({"name": "x", "transport": "sim", "spin_us": 0, "sizes": [64]})", "/spin_us"},
-        Malformed{"consistency_colocated", R"({"name": "x", "ps": {"placement": "colocated"}, "workload": {"kind": "train", "consistency": ["asp"]}})", "/ps/placement"},
         Malformed{"consistency_schemes", R"({"name": "x", "schemes": ["ring"], "workload": {"kind": "train", "consistency": ["asp"]}})", "/schemes"},
         Malformed{"consistency_no_server", R"({"name": "x", "ps": {"servers": 0}, "workload": {"kind": "train", "consistency": ["asp"]}})", "/ps/servers"}),
     [](const auto& info) { return std::string(info.param.label); });
