@@ -37,7 +37,6 @@ struct TrainFlags {
   int ranks_per_node = 1;
   std::string output;
   std::int64_t timeout_ms = kDefaultTimeout.count();
-  double straggler_ms = 0;
   double link_gbps = 0;  // 0: unshaped
   double latency_us = 0;
   bool zero = false;
@@ -81,7 +80,7 @@ TrainOutputs outputs_of(const TrainFlags& f, const TrainJob& job, const Trace& t
   TrainOutputs w;
   w.config = job.config_json();
   w.config.update({{"workers", f.workers}, {"servers", f.servers}, {"link_gbps", f.link_gbps},
-                   {"latency_us", f.latency_us}, {"straggler_ms", f.straggler_ms}});
+                   {"latency_us", f.latency_us}, {"straggler_ms", f.w.straggler_ms}});
   w.folder = f.output;
   w.trace = &trace;
   w.trace_path = job.workload().trace;
@@ -99,7 +98,7 @@ int run_ps_training(const TrainFlags& f, const TrainJob& job) {
     transport.options.timeout = std::chrono::milliseconds(f.timeout_ms);
     transport.options.shaping = shaping_for(f, f.workers + f.servers);
     PsTrainResult r = job.train_parameter_server(
-        c, f.workers, f.servers, f.straggler_ms, transport,
+        c, f.workers, f.servers, transport,
         [&](const EpochRecord& e) { print_epoch(std::cout, label, e); });
     o.staleness_table += staleness_row(label, f.servers, r);
     o.staleness.push_back(staleness_json(label, r));
@@ -147,7 +146,6 @@ void refuse_flags_that_do_not_apply(const TrainFlags& f, const CLI::App& cmd) {
   if (!known) {
     throw ConfigError("--transport", "unknown transport '" + f.transport + "' (known: " + names + ")");
   }
-  const bool consistency = !f.w.consistency.empty();
   if (f.transport != "inproc" && f.zero) {
     throw ConfigError("--zero", "runs on in-process threads only (got --transport " + f.transport + ")");
   }
@@ -155,8 +153,10 @@ void refuse_flags_that_do_not_apply(const TrainFlags& f, const CLI::App& cmd) {
     throw ConfigError("--timeout-ms", "does not apply to --transport sim, whose waits end or "
                                       "deadlock on virtual time");
   }
-  if (given("--straggler-ms") && !consistency) {
-    throw ConfigError("--straggler-ms", "applies to PS consistency training (--consistency) only");
+  if (f.transport != "sim" && f.w.straggler_ms >= static_cast<double>(f.timeout_ms)) {
+    throw ConfigError("--straggler-ms", "must be below --timeout-ms (" +
+                                            std::to_string(f.timeout_ms) +
+                                            "): the other workers' waits would time out");
   }
   if (given("--link-gbps") && f.zero) {
     throw ConfigError("--link-gbps", "--zero runs on unshaped links");
@@ -233,8 +233,10 @@ Command add_train_command(CLI::App& parent) {
                 "also train with ZeRO-2 sharding (ring reduce-scatter, sharded optimizer, "
                 "all-gather) and compare optimizer memory");
   cmd->add_option("--staleness", w.staleness, "SSP's staleness bound s, in steps");
-  cmd->add_option("--straggler-ms", f->straggler_ms,
-                  "PS training: the last worker sleeps this long every step");
+  cmd->add_option("--straggler-ms", w.straggler_ms,
+                  "the last worker starts every step this many ms late (any scheme; on the "
+                  "simulator in virtual time)")
+      ->check(CLI::NonNegativeNumber);
   return {cmd, [f, cmd] {
             refuse_flags_that_do_not_apply(*f, *cmd);
             // Where the run writes, checked before it trains for minutes.

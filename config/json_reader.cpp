@@ -76,6 +76,20 @@ long long JsonReader::integer(const std::string& key, long long fallback, long l
   return x;
 }
 
+double JsonReader::number(const std::string& key, double fallback, double lo, double hi,
+                          bool open_low) {
+  const auto* v = find(key);
+  if (v == nullptr) return fallback;
+  if (!v->is_number()) throw ConfigError(child(key), "expected a number, got " + json_kind(*v));
+  const double x = v->get<double>();
+  if (x > hi || x < lo || (open_low && x == lo)) {
+    throw ConfigError(child(key), std::string("must be ") + (open_low ? "above " : "at least ") +
+                                      std::to_string(lo) + " and at most " + std::to_string(hi) +
+                                      ", got " + v->dump());
+  }
+  return x;
+}
+
 JsonReader JsonReader::object(const std::string& key) {
   const auto* v = find(key);
   static const nlohmann::json empty = nlohmann::json::object();

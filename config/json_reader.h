@@ -29,6 +29,9 @@ class JsonReader {
   bool boolean(const std::string& key, bool fallback);
   // Integers within [lo, hi].
   long long integer(const std::string& key, long long fallback, long long lo, long long hi);
+  // Numbers within [lo, hi] (above lo when `open_low`).
+  double number(const std::string& key, double fallback, double lo, double hi,
+                bool open_low = false);
   JsonReader object(const std::string& key);
 
   // Throws ConfigError for the first key that was never looked up.

@@ -209,6 +209,8 @@ Scenario parse_scenario(const nlohmann::json& document) {
     s.warmup_iters = static_cast<int>(root.integer("warmup_iters", 2, 0, 1'000'000));
     s.iters = static_cast<int>(root.integer("iters", 5, 1, 1'000'000));
   }
+  s.straggler_ms = root.number("straggler_ms", 0, 0, kMaxTimeoutMs);
+  if (s.training) s.training->straggler_ms = s.straggler_ms;
   if (const auto* seg = root.find("segment_bytes")) {
     s.segment_bytes = read_size(*seg, "/segment_bytes");
     if (s.segment_bytes == 0) throw ConfigError("/segment_bytes", "must be at least 1 byte");
@@ -217,6 +219,11 @@ Scenario parse_scenario(const nlohmann::json& document) {
   s.timeout = std::chrono::milliseconds(
       root.integer("timeout_ms", kDefaultTimeout.count(), 1, kMaxTimeoutMs));
   s.spin = std::chrono::microseconds(root.integer("spin_us", kDefaultSpin.count(), 0, 1'000'000));
+  if (s.transport != "sim" && s.straggler_ms >= static_cast<double>(s.timeout.count())) {
+    throw ConfigError("/straggler_ms", "must be below timeout_ms (" +
+                                           std::to_string(s.timeout.count()) +
+                                           "): the other workers' waits would time out");
+  }
   // A file written for the simulator that sets wall-clock fields is
   // contradicting itself. (A command that moves a real run's scenario onto
   // the simulator, `gradex simulate`, overrides them as it does the

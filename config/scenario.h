@@ -55,6 +55,9 @@ struct Scenario {
   // extra ones of ps_hybrid, those spread over the workers for ps_colocated
   // (each PS scheme's name fixes where its servers run).
   int ps_servers = 1;
+  // The last worker starts every timed iteration (every training step)
+  // this many milliseconds late: a straggler, on its rank's clock.
+  double straggler_ms = 0;
   std::string inter_algorithm = "ring";
   NetworkConfig network;
   std::string output;  // folder for results.csv / results.json; empty: none

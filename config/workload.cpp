@@ -8,20 +8,6 @@ namespace gradex {
 
 namespace {
 
-double number(JsonReader& r, const std::string& key, double fallback, double lo, double hi,
-              bool open_low = false) {
-  const auto* v = r.find(key);
-  if (v == nullptr) return fallback;
-  if (!v->is_number()) throw ConfigError(r.child(key), "expected a number, got " + json_kind(*v));
-  const double x = v->get<double>();
-  if (x > hi || x < lo || (open_low && x == lo)) {
-    throw ConfigError(r.child(key), std::string("must be ") + (open_low ? "above " : "at least ") +
-                                        std::to_string(lo) + " and at most " + std::to_string(hi) +
-                                        ", got " + v->dump());
-  }
-  return x;
-}
-
 std::vector<std::string> strings(JsonReader& r, const std::string& key) {
   const auto* v = r.find(key);
   if (v == nullptr) return {};
@@ -58,14 +44,14 @@ std::optional<TrainWorkload> parse_workload(const nlohmann::json& value, const s
   w.model = r.string("model", w.model);
   w.layers = r.string("layers", w.layers);
   w.optimizer = r.string("optimizer", w.optimizer);
-  w.lr = number(r, "lr", w.lr, 0, 1e6, true);
-  w.momentum = number(r, "momentum", w.momentum, 0, 1);
+  w.lr = r.number("lr", w.lr, 0, 1e6, true);
+  w.momentum = r.number("momentum", w.momentum, 0, 1);
   w.batch = static_cast<int>(r.integer("batch", w.batch, 1, 1 << 20));
   w.accumulate = static_cast<int>(r.integer("accumulate", w.accumulate, 1, 1 << 16));
   w.epochs = static_cast<int>(r.integer("epochs", w.epochs, 1, 1 << 16));
   w.max_steps = static_cast<long>(r.integer("max_steps", w.max_steps, 1, kMaxInt));
   w.seed = static_cast<std::uint64_t>(r.integer("seed", 1, 0, std::numeric_limits<long long>::max()));
-  w.bucket_mb = number(r, "bucket_mb", w.bucket_mb, 0, 1 << 20, true);
+  w.bucket_mb = r.number("bucket_mb", w.bucket_mb, 0, 1 << 20, true);
   w.overlap = r.boolean("overlap", w.overlap);
   w.compression = r.string("compression", w.compression);
   w.data_dir = r.string("data_dir", w.data_dir);
@@ -73,9 +59,9 @@ std::optional<TrainWorkload> parse_workload(const nlohmann::json& value, const s
       r.integer("train_samples", 0, 0, std::numeric_limits<long long>::max()));
   w.trace = r.string("trace", w.trace);
   w.trace_steps = static_cast<int>(r.integer("trace_steps", w.trace_steps, 1, 1 << 20));
-  w.fwd_ms = number(r, "fwd_ms", w.fwd_ms, 0, 1e6);
-  w.bwd_ratio = number(r, "bwd_ratio", w.bwd_ratio, 0, 1e3);
-  w.param_scale = number(r, "param_scale", w.param_scale, 0, 1e3, true);
+  w.fwd_ms = r.number("fwd_ms", w.fwd_ms, 0, 1e6);
+  w.bwd_ratio = r.number("bwd_ratio", w.bwd_ratio, 0, 1e3);
+  w.param_scale = r.number("param_scale", w.param_scale, 0, 1e3, true);
   w.consistency = strings(r, "consistency");
   w.staleness = static_cast<int>(r.integer("staleness", w.staleness, 0, 1 << 20));
   if (r.has("staleness") && w.consistency.empty()) {

@@ -39,6 +39,9 @@ struct TrainWorkload {
   double param_scale = 1;
   std::vector<std::string> consistency;  // PS training (bsp, asp, ssp) instead of the schemes
   int staleness = 2;
+  // The last worker starts every step this much later (the scenario's
+  // top-level "straggler_ms", which the benchmark reads too).
+  double straggler_ms = 0;
 };
 
 // Reads the "workload" object at `pointer` (its "kind" included). Returns

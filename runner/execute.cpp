@@ -39,6 +39,19 @@ ResultRow result_row(const Scenario& sc, const PlannedRun& run, std::size_t coun
   return row;
 }
 
+MeasureRequest measure_request(const Scenario& sc) {
+  MeasureRequest req;
+  req.dtype = sc.dtype;
+  req.op = sc.op;
+  req.warmup_iters = sc.warmup_iters;
+  req.iters = sc.iters;
+  req.straggler_ms = sc.straggler_ms;
+  req.transport = sc.transport;
+  req.options.timeout = sc.timeout;
+  req.options.spin = sc.spin;
+  return req;
+}
+
 std::vector<ResultRow> execute_plan(
     const RunPlan& plan, const std::function<void(const PlannedRun&, const ResultRow&)>& on_row) {
   const Scenario& sc = plan.scenario;
@@ -46,14 +59,7 @@ std::vector<ResultRow> execute_plan(
   for (const PlannedRun& run : plan.runs) {
     Scheme& scheme = *run.instance;
     const int endpoints = scheme.endpoints();
-    MeasureRequest req;
-    req.dtype = sc.dtype;
-    req.op = sc.op;
-    req.warmup_iters = sc.warmup_iters;
-    req.iters = sc.iters;
-    req.transport = sc.transport;
-    req.options.timeout = sc.timeout;
-    req.options.spin = sc.spin;
+    MeasureRequest req = measure_request(sc);
     Topology topo = scenario_topology(sc, run.workers, endpoints);
     if (sc.network.shaped) req.options.shaping = topo;
     // One world per run, its ranks made once for every size; the simulator

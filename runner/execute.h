@@ -38,6 +38,11 @@ struct ResultRow {
 // One table row from a measurement of `run` at `count` elements (shared by
 // the in-process runner and the launched multi-process run).
 struct Measurement;
+struct MeasureRequest;
+
+// What the scenario asks each measurement for (dtype, op, iterations, the
+// straggler, the transport and its settings); the count is the caller's.
+MeasureRequest measure_request(const Scenario& scenario);
 ResultRow result_row(const Scenario& scenario, const PlannedRun& run, std::size_t count,
                      const Measurement& m, const Topology& topology);
 

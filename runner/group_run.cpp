@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "common/errors.h"
+#include "runner/execute.h"
 #include "runner/measure_group.h"
 
 namespace gradex {
@@ -57,11 +58,9 @@ std::vector<ResultRow> execute_plan_on_group(
     std::iota(members.begin(), members.end(), 0);
     std::optional<SubComm> group;
     if (member) group.emplace(comm, members, static_cast<std::uint32_t>(i % kSubCommSpaces));
-    MeasureRequest req;
-    req.dtype = sc.dtype;
-    req.op = sc.op;
-    req.warmup_iters = sc.warmup_iters;
-    req.iters = sc.iters;
+    // The group's endpoints carry the messages: its transport settings
+    // were applied when it formed.
+    MeasureRequest req = measure_request(sc);
     for (std::size_t bytes : sc.sizes) {
       req.count = bytes / dtype_size(sc.dtype);
       if (member) {

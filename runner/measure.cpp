@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "common/cancel.h"
+#include "common/straggler.h"
 #include "common/errors.h"
 #include "common/verify.h"
 #include "runner/measure_group.h"
@@ -59,6 +60,7 @@ RankMeasurement measure_rank(Comm& comm, Scheme& scheme, const MeasureRequest& r
     comm.barrier();
     comm.reset_traffic();
     const double t0 = comm.clock().now();
+    straggle(comm, workers, request.straggler_ms);
     scheme.allreduce(comm, data, request.op);
     const double t1 = comm.clock().now();
     mine.traffic = comm.traffic();

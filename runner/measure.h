@@ -23,6 +23,9 @@ struct MeasureRequest {
   ReduceOp op = ReduceOp::sum;
   int warmup_iters = 1;
   int iters = 5;
+  // The last worker enters every iteration this much later (its time and
+  // everybody's include the wait).
+  double straggler_ms = 0;
   // Where the ranks run (a name of kTransportNames but "sim", whose
   // deterministic runs runner/measure_sim.h measures) and its settings.
   std::string transport = "inproc";

@@ -12,6 +12,7 @@ Measurement measure_simulated(Scheme& scheme, const MeasureRequest& request,
   sim.op = request.op;
   sim.topology = topology;
   sim.phantom = true;
+  sim.straggler_ms = request.straggler_ms;
   const sim::SimResult r = sim::simulate_allreduce(scheme, sim);
   Measurement m;
   m.seconds = {r.seconds};

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "common/errors.h"
+#include "common/straggler.h"
 #include "common/verify.h"
 
 namespace gradex::sim {
@@ -27,6 +28,7 @@ SimResult simulate_allreduce(Scheme& scheme, const SimRequest& request) {
     std::vector<std::byte> storage(real ? request.count * dtype_size(request.dtype) : 0);
     const Tensor data{real ? storage.data() : nullptr, request.count, request.dtype};
     if (real) fill_input(data, r);
+    straggle(comm, workers, request.straggler_ms);
     scheme.allreduce(comm, data, request.op);
     // Fibers run one at a time: no lock needed to merge.
     if (r < workers) result.seconds = std::max(result.seconds, comm.clock().now() - start);

@@ -22,6 +22,8 @@ struct SimRequest {
   // Phantom buffers (no memory, nothing checked) or real inputs whose
   // reduction is checked as runner/measure.h does.
   bool phantom = true;
+  // The last worker enters this much later (virtual milliseconds).
+  double straggler_ms = 0;
 };
 
 struct SimResult {

@@ -66,7 +66,7 @@ void run_consistency(const Scenario& sc, const TrainJob& job, std::ostream& out,
     const int endpoints = run.workers + sc.ps_servers;
     if (sc.network.shaped) transport.options.shaping = scenario_topology(sc, run.workers, endpoints);
     PsTrainResult r = job.train_parameter_server(
-        run.consistency, run.workers, sc.ps_servers, 0, transport,
+        run.consistency, run.workers, sc.ps_servers, transport,
         [&](const EpochRecord& e) { print_epoch(out, run.label, e); });
     record_consistency(run, sc, std::move(r), o);
   }
@@ -91,7 +91,7 @@ void run_consistency_on_group(const Scenario& sc, const TrainJob& job, Comm& com
     SubComm group(comm, members, static_cast<std::uint32_t>(i % kSubCommSpaces));
     EpochCallback on_epoch;
     if (printing) on_epoch = [&](const EpochRecord& e) { print_epoch(out, run.label, e); };
-    PsTrainResult r = ps_train_rank(group, job.ps_config(run.consistency, sc.ps_servers, 0),
+    PsTrainResult r = ps_train_rank(group, job.ps_config(run.consistency, sc.ps_servers),
                                     job.config(), job.source(run.workers), run.workers, on_epoch);
     if (printing) record_consistency(run, sc, std::move(r), o);
   }

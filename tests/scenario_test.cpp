@@ -101,6 +101,8 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"slice", R"({"name": "x", "sizes": [4], "slice_bytes": "lots"})", "/slice_bytes"},
         Malformed{"segment", R"({"name": "x", "sizes": [4], "segment_bytes": 0})", "/segment_bytes"},
         Malformed{"timeout", R"({"name": "x", "sizes": [4], "timeout_ms": 0})", "/timeout_ms"},
+        Malformed{"straggler_negative", R"({"name": "x", "sizes": [4], "straggler_ms": -1})", "/straggler_ms"},
+        Malformed{"straggler_past_timeout", R"({"name": "x", "sizes": [4], "timeout_ms": 100, "straggler_ms": 100})", "/straggler_ms"},
         Malformed{"too_many_real", R"({"name": "x", "sizes": [4], "workers": [4, 2048]})", "/workers/1"},
         Malformed{"hier_inter", R"({"name": "x", "sizes": [4], "hierarchical": {"inter": "ps"}})", "/hierarchical/inter"},
         // Links outside 1 KB/s-100 TB/s or 0-10 s: a message that would take

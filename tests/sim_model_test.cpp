@@ -33,6 +33,33 @@ double tolerance(const std::string& name) {
   return 1e-9;
 }
 
+// A straggler: no scheme can finish before the last worker, which enters
+// 1 ms late, has contributed, and none gets faster. How much of the delay
+// a scheme hides depends on it: the ring's lock-step passes lose all of
+// it, while a PS whose server is the bottleneck can hide it behind the
+// other workers' pushes.
+TEST(Straggler, NoSchemeFinishesBeforeTheLateWorker) {
+  for (const std::string& name : portable_scheme_names()) {
+    SchemeOptions o;
+    o.workers = 4;
+    o.ranks_per_node = 2;
+    o.servers = 1;
+    auto scheme = make_scheme(name, o);
+    SimRequest req;
+    req.count = std::size_t{1} << 18;
+    req.topology = Topology::grouped(4, 2, scheme->endpoints() - 4, {10 * kGB, 1e-6},
+                                     {1 * kGB, 5e-6});
+    const double plain = simulate_allreduce(*scheme, req).seconds;
+    req.straggler_ms = 1;
+    const double late = simulate_allreduce(*scheme, req).seconds;
+    EXPECT_GE(late, plain - 1e-12) << name;
+    EXPECT_GE(late, 0.001) << name;
+    if (name == "ring") {
+      EXPECT_NEAR(late, plain + 0.001, 1e-9);
+    }
+  }
+}
+
 class ModelVsSim : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
 
 TEST_P(ModelVsSim, AgreeWithoutContention) {

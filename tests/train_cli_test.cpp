@@ -94,7 +94,7 @@ TEST_F(TrainCli, FlagsThatDoNotApplyAreRefused) {
            {"--transport carrier-pigeon", "--transport: unknown transport 'carrier-pigeon' (known: inproc, tcp, zmq, sim)"},
            {"--transport sim --timeout-ms 500", "--timeout-ms: does not apply to --transport sim"},
            {"--transport zmq --zero", "--zero: runs on in-process threads only"},
-           {"--straggler-ms 5", "--straggler-ms: applies to PS consistency training"},
+           {"--timeout-ms 1000 --straggler-ms 1000", "--straggler-ms: must be below --timeout-ms (1000)"},
            {"--zero --link-gbps 1", "--link-gbps: --zero runs on unshaped links"},
            {"--consistency asp --staleness 2", "--staleness: applies to --consistency ssp only"},
            {"--latency-us 5", "--latency-us: applies to shaped links (--link-gbps) only"},

@@ -526,8 +526,8 @@ TEST(PsTraining, OnTheSimulatorAStragglerMakesAspStaleAndSspBoundsIt) {
   source.make_model = [&] { return std::make_unique<Mlp>(c.layers, tiny_data()); };
   source.samples = tiny_data().size();
   const int workers = 3;
+  c.straggler_ms = 5;
   PsTrainConfig ps;
-  ps.straggler_ms = 5;
   ps.consistency = Consistency::asp;
   const PsTrainResult asp = train_parameter_server(ps, c, workers, source, "sim");
   ps.consistency = Consistency::ssp;
@@ -540,6 +540,21 @@ TEST(PsTraining, OnTheSimulatorAStragglerMakesAspStaleAndSspBoundsIt) {
   // once the straggler pushed its 10th (50 ms); under ASP it does not wait.
   EXPECT_GE(ssp.train.epochs.back().train_seconds, 0.050 - 1e-9);
   EXPECT_LT(asp.train.mean.iteration, ssp.train.mean.iteration);
+}
+
+// A straggler delays every synchronous scheme's step by its lateness: on
+// the simulator, exactly in virtual time.
+TEST(Training, AStragglerDelaysEveryDataParallelStep) {
+  TrainConfig c = tiny_config("sgd");
+  ModelSource source;
+  source.make_model = [&] { return std::make_unique<Mlp>(c.layers, tiny_data()); };
+  source.samples = tiny_data().size();
+  const TrainResult plain = train_data_parallel("ring", options_for(3), c, source, "sim");
+  c.straggler_ms = 4;
+  const TrainResult late = train_data_parallel("ring", options_for(3), c, source, "sim");
+  EXPECT_LT(plain.mean.iteration, 0.004);
+  EXPECT_GE(late.mean.iteration, 0.004);
+  EXPECT_EQ(late.params, plain.params);  // late, not different
 }
 
 // Staleness is whatever the thread schedule makes it, but its bounds are

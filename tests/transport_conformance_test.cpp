@@ -261,6 +261,24 @@ TEST_P(Contract, WaitAnyInASubGroupAndItsTimeout) {
   }
 }
 
+// The benchmark's straggler waits on its rank's clock on every transport:
+// each timed iteration of the slowest worker includes the delay.
+TEST_P(Contract, AStragglerIsInEveryTimedIteration) {
+  SchemeOptions o;
+  o.workers = 3;
+  auto ring = make_scheme("ring", o);
+  auto w = world(3);
+  MeasureRequest req;
+  req.count = 1024;
+  req.warmup_iters = 0;
+  req.iters = 3;
+  req.straggler_ms = 15;
+  const Measurement m = measure(*w, *ring, req);
+  ASSERT_EQ(m.seconds.size(), 3u);
+  for (double t : m.seconds) EXPECT_GE(t, 0.015);
+  EXPECT_EQ(m.wrong, 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, Contract, ::testing::ValuesIn(all_transports()),
                          [](const auto& info) { return info.param; });
 

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "common/cancel.h"
+#include "common/straggler.h"
 #include "common/errors.h"
 #include "ps/sharding.h"
 #include "ps/worker.h"
@@ -106,16 +107,14 @@ WorkerOutcome run_worker(Comm& comm, const PsTrainConfig& ps, const TrainConfig&
       // A cancelled run stops between steps; the servers' waits see the
       // worker's failure and end too.
       throw_if_cancelled();
+      const double t_start = comm.clock().now();
+      straggle(comm, workers, config.straggler_ms);
       const double t0 = time.begin();
       std::fill(grads.begin(), grads.end(), 0.0f);
       const std::span<const std::size_t> batch(shard.data() + static_cast<std::size_t>(s) * batch_size,
                                                batch_size);
       loss_sum += model->train_step(params, batch, grads, 1.0f, {});
-      double t1 = time.end();
-      if (rank == workers - 1 && ps.straggler_ms > 0) {
-        comm.clock().sleep_until(t1 + ps.straggler_ms / 1e3);
-        t1 = comm.clock().now();
-      }
+      const double t1 = time.end();
       std::vector<Request> pushes = server.push(grads_t);
       // The next pull lands in params, which this step no longer reads.
       if (t + 1 < total) pulls = server.pull(params_t);
@@ -125,8 +124,8 @@ WorkerOutcome run_worker(Comm& comm, const PsTrainConfig& ps, const TrainConfig&
       out.sum.compute += t1 - t0;
       out.sum.comm += t2 - t1;
       out.sum.exposed += t2 - t1;
-      out.sum.iteration += t2 - t0;
-      train_seconds += t2 - t0;
+      out.sum.iteration += t2 - t_start;
+      train_seconds += t2 - t_start;
     }
     if (rank == 0) {
       // Worker 0's view: the parameters it last pulled.
@@ -155,7 +154,7 @@ void check_ps_training(const PsTrainConfig& ps, const TrainConfig& config, int w
   if (workers < 1) throw ConfigError("workers", "need at least one worker");
   if (ps.servers < 1) throw ConfigError("servers", "PS training needs at least one server");
   if (ps.staleness < 0) throw ConfigError("staleness", "must be >= 0");
-  if (ps.straggler_ms < 0) throw ConfigError("straggler_ms", "must be >= 0");
+  if (config.straggler_ms < 0) throw ConfigError("straggler_ms", "must be >= 0");
   if (config.accumulate != 1) throw ConfigError("accumulate", "PS training takes one batch a step");
   steps_per_epoch(config, samples, workers);
 }

@@ -9,7 +9,8 @@
 //
 // Everything goes through Comm, so it runs on every transport: threads of
 // this process (inproc, or tcp/zmq endpoints on loopback), processes under
-// `gradex launch`, and the simulator, shaped or not. Endpoints 0..W-1 are
+// `gradex launch`, and the simulator, shaped or not. A straggler
+// (TrainConfig::straggler_ms) makes the consistency models differ visibly. Endpoints 0..W-1 are
 // the workers, W..W+S-1 the servers, one shard each (ps/sharding.h).
 #pragma once
 
@@ -28,10 +29,6 @@ struct PsTrainConfig {
   Consistency consistency = Consistency::bsp;
   int staleness = 2;  // SSP's bound s, in steps
   int servers = 1;
-  // The last worker waits this long every step, after its compute (on its
-  // clock: virtual time on the simulator): a straggler that makes the
-  // consistency models differ visibly.
-  double straggler_ms = 0;
 };
 
 struct PsTrainResult {

@@ -122,6 +122,7 @@ TrainJob::TrainJob(TrainWorkload workload, const FieldNamer& field)
   c.overlap = w.overlap;
   c.compression = parse_compression(w.compression, field("compression"));
   c.trace_steps = w.trace.empty() ? 0 : w.trace_steps;
+  c.straggler_ms = w.straggler_ms;
   if (w.model != "mlp") {
     profile_ = model_profile(w.model);
     emulation_.forward_seconds = w.fwd_ms / 1e3;
@@ -223,23 +224,23 @@ nlohmann::json TrainJob::config_json() const {
     j.update({{"layers", c.layers}, {"train_samples", train_->size()}});
   }
   if (!workload_.consistency.empty()) j["staleness"] = workload_.staleness;
+  if (c.straggler_ms > 0) j["straggler_ms"] = c.straggler_ms;
   return j;
 }
 
-PsTrainConfig TrainJob::ps_config(Consistency consistency, int servers, double straggler_ms) const {
+PsTrainConfig TrainJob::ps_config(Consistency consistency, int servers) const {
   GRADEX_ENFORCE(!profile_, "PS consistency training needs the MLP");
   PsTrainConfig ps;
   ps.consistency = consistency;
   ps.staleness = workload_.staleness;
   ps.servers = servers;
-  ps.straggler_ms = straggler_ms;
   return ps;
 }
 
 PsTrainResult TrainJob::train_parameter_server(Consistency consistency, int workers, int servers,
-                                               double straggler_ms, const RankTransport& transport,
+                                               const RankTransport& transport,
                                                const EpochCallback& on_epoch) const {
-  return gradex::train_parameter_server(ps_config(consistency, servers, straggler_ms), config_,
+  return gradex::train_parameter_server(ps_config(consistency, servers), config_,
                                         workers, source(workers), transport.name,
                                         transport.options, on_epoch);
 }

@@ -74,10 +74,10 @@ class TrainJob {
   // The configuration as results.json's "config".
   nlohmann::json config_json() const;
   // PS training with a consistency model (the MLP only).
-  PsTrainConfig ps_config(Consistency consistency, int servers, double straggler_ms) const;
+  PsTrainConfig ps_config(Consistency consistency, int servers) const;
   // ... with every rank a thread of this process, over `transport`.
   PsTrainResult train_parameter_server(Consistency consistency, int workers, int servers,
-                                       double straggler_ms, const RankTransport& transport,
+                                       const RankTransport& transport,
                                        const EpochCallback& on_epoch) const;
 
  private:

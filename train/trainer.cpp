@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "common/cancel.h"
+#include "common/straggler.h"
 #include "common/errors.h"
 #include "schemes/registry.h"
 #include "train/reducer.h"
@@ -83,6 +84,7 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
       const bool tracing = trace != nullptr && epoch == 0 && s < config.trace_steps;
       reducer.set_tracing(tracing);
       const double t_start = comm.clock().now();
+      straggle(comm, workers, config.straggler_ms);
       std::fill(grads.begin(), grads.end(), 0.0f);
       double compute = 0;
       for (int k = 0; k < config.accumulate; ++k) {

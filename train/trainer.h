@@ -41,6 +41,9 @@ struct TrainConfig {
   Compression compression = Compression::none;
   bool evaluate = true;  // worker 0 measures the test set after each epoch
   int trace_steps = 0;   // record the timeline of the first steps of epoch 0
+  // The last worker starts every step this much later, waiting on its
+  // rank's clock (virtual time on the simulator): a straggler.
+  double straggler_ms = 0;
 };
 
 struct EpochRecord {

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The parameter server over gradex's TCP transport against the MPI
+# library's central-server pattern, MPI_Reduce + MPI_Bcast
+# (scenarios/bench_ps_vs_mpi.json): the pipelined PS with one dedicated
+# server and BytePS's hybrid placement, 1 to 64 MiB, 4 workers, unshaped on
+# loopback. ROUNDS rounds (default 6), each one mpirun running all three
+# one after the other, the order reversed every round: on a shared 2-core
+# machine which run goes first, and when, moves times by more than they
+# differ. MPI is held to its TCP transport over loopback (--mca btl
+# tcp,self), as gradex's transports are.
+#
+# Writes OUT/rounds.csv (every round's times) and OUT/ratios.md (per scheme
+# and size: the median busbw ratio to MPI_Reduce+Bcast over the rounds,
+# its range, and the rounds gradex was at least as fast).
+#
+# Usage: bash bench/ps_vs_mpi.sh [BUILD_FOLDER] [OUT_FOLDER]
+#   defaults: build/default results/bench_ps_vs_mpi
+#   environment: ROUNDS (default 6)
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${1:-build/default}"
+out="${2:-results/bench_ps_vs_mpi}"
+
+cd "$root"
+gradex="$build/gradex"
+[ -x "$gradex" ] || { echo "ps_vs_mpi: $gradex not built" >&2; exit 2; }
+command -v mpirun > /dev/null || { echo "ps_vs_mpi: mpirun not found (scripts/setup.sh installs Open MPI)" >&2; exit 2; }
+"$gradex" list | grep -q '^ *mpi_reduce_bcast ' || { echo "ps_vs_mpi: $gradex was built without MPI" >&2; exit 2; }
+
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+# mpirun refuses root unless told; the container's user is root.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+rounds="${ROUNDS:-6}"
+workers=4
+for (( k = 1; k <= rounds; k++ )); do
+  order=ps_pipelined,ps_hybrid,mpi_reduce_bcast
+  (( k % 2 == 0 )) && order=mpi_reduce_bcast,ps_hybrid,ps_pipelined
+  port=$(( 29000 + RANDOM % 20000 ))
+  echo "ps_vs_mpi: round $k of $rounds ($order)" >&2
+  # 4 workers + the PS's dedicated server (idle while MPI runs).
+  timeout 900 mpirun -n $(( workers + 1 )) --oversubscribe --bind-to none \
+    --mca btl tcp,self --mca pml ob1 --mca btl_tcp_if_include lo \
+    -x GRADEX_RENDEZVOUS="127.0.0.1:$port" -x GRADEX_TOKEN="bench$port" \
+    "$gradex" launch scenarios/bench_ps_vs_mpi.json --transport tcp \
+    --workers "$workers" --schemes "$order" -q -o "$scratch/round_$k" > /dev/null
+done
+
+mkdir -p "$out.tmp"
+/usr/bin/python3 bench/ps_vs_mpi_report.py "$scratch" "$out.tmp"
+rm -rf "$out"
+mv "$out.tmp" "$out"
+echo "ps_vs_mpi: wrote $out" >&2
