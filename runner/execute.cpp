@@ -24,6 +24,8 @@ ResultRow result_row(const Scenario& sc, const PlannedRun& run, std::size_t coun
   row.algbw = row.time > 0 ? static_cast<double>(row.bytes) / row.time : 0;
   row.busbw = row.algbw * scheme.bus_factor();
   row.wrong = m.wrong;
+  row.checked = m.checked;
+  row.source = m.simulated ? "simulated" : "measured";
   row.model_time = scheme.model_time(row.bytes, topo);
   row.traffic = m.traffic;
   for (int e = 0; e < endpoints; ++e) {

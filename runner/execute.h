@@ -26,6 +26,8 @@ struct ResultRow {
   double busbw = 0;  // algbw * the scheme's bus factor
   double model_time = 0;  // Scheme::model_time: the alpha-beta prediction, seconds
   std::size_t wrong = 0;
+  bool checked = true;            // false: nothing was checked, `wrong` is empty
+  std::string source = "measured";  // or "simulated" (virtual time)
   // Link bytes sent by all endpoints / (summed egress capacity x time);
   // negative when the network is unshaped (no capacity to compare with).
   double utilisation = -1;

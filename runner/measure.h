@@ -38,6 +38,11 @@ struct Measurement {
   std::vector<double> seconds;
   // Wrong elements summed over workers and timed iterations.
   std::size_t wrong = 0;
+  // False when the values were not checked (the simulator's phantom
+  // buffers move sizes only): `wrong` then means nothing.
+  bool checked = true;
+  // Real transports measure; the simulator's time is virtual.
+  bool simulated = false;
   // Link traffic of each endpoint in the last timed iteration.
   std::vector<Traffic> traffic;
 

@@ -144,6 +144,7 @@ TEST_F(Cli, RunWritesCompleteResults) {
   EXPECT_TRUE(doc["machine"].contains("cpu"));
   for (const auto& row : doc["results"]) {
     EXPECT_EQ(row["wrong"], 0);
+    EXPECT_EQ(row["source"], "measured");
     EXPECT_TRUE(row["traffic_matches"].get<bool>());
   }
   // Nothing but the two results files is left behind (no temporaries).

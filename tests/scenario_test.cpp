@@ -8,6 +8,7 @@
 #include "common/errors.h"
 #include "config/json_file.h"
 #include "config/scenario.h"
+#include "runner/group_run.h"
 #include "runner/plan.h"
 #include "train/train_job.h"
 
@@ -21,7 +22,13 @@ TEST(Scenario, EveryShippedScenarioParsesAndPlans) {
     SCOPED_TRACE(entry.path().string());
     EXPECT_NO_THROW({
       RunPlan plan = plan_runs(load_scenario(entry.path()));
-      EXPECT_FALSE(plan.runs.empty());
+      // PS consistency training runs (workers, model) pairs, not schemes.
+      const Scenario& s = plan.scenario;
+      const bool consistency = s.training && !s.training->consistency.empty();
+      EXPECT_NE(plan.runs.empty(), !consistency);
+      if (consistency) {
+        EXPECT_GT(group_size(plan), s.ps_servers);
+      }
     });
     ++seen;
   }
