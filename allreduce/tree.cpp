@@ -245,21 +245,25 @@ double TreeScheme::model_time(std::size_t bytes, const Topology& topology) const
       up_in[port_to(topology, parent, e)] += half;
     }
   }
+  // Every message is a segment: its link's protocol sets what the port
+  // carries per payload byte and what each hop costs.
+  const double segment = std::min(static_cast<double>(options().segment_bytes), bytes / 2.0);
   double phase_port = 0;  // seconds
   for (const auto* load : {&up_out, &up_in}) {
     for (const auto& [port, port_bytes] : *load) {
       const LinkSpec& l = port.inter ? topology.inter : topology.intra;
-      if (!l.unlimited()) phase_port = std::max(phase_port, port_bytes / l.bytes_per_second);
+      if (l.unlimited() || segment <= 0) continue;
+      phase_port = std::max(phase_port, port_bytes * (l.wire_bytes(segment) / segment) /
+                                            l.bytes_per_second);
     }
   }
   // Each phase is a pipeline: the first segment crosses `depth` hops (each
   // a latency and a segment's transfer), the rest stream behind it at the
   // busiest port's pace, so the port's bytes count once and the fill adds
   // depth latencies and depth - 1 segment transfers.
-  const double segment = std::min(static_cast<double>(options().segment_bytes), bytes / 2.0);
   const double per_byte = slowest.unlimited() ? 0.0 : 1.0 / slowest.bytes_per_second;
-  const double phase = phase_port + depth * slowest.latency_seconds +
-                       (depth - 1) * segment * per_byte;
+  const double phase = phase_port + depth * slowest.delay(segment) +
+                       (depth - 1) * slowest.wire_bytes(segment) * per_byte;
   return 2 * phase;
 }
 

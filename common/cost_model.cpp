@@ -6,7 +6,7 @@
 namespace gradex {
 
 double message_time(const LinkSpec& link, double bytes) {
-  return link.latency_seconds + (link.unlimited() ? 0.0 : bytes / link.bytes_per_second);
+  return link.delay(bytes) + (link.unlimited() ? 0.0 : link.wire_bytes(bytes) / link.bytes_per_second);
 }
 
 PortId port_to(const Topology& topology, int endpoint, int peer) {
@@ -15,18 +15,21 @@ PortId port_to(const Topology& topology, int endpoint, int peer) {
 }
 
 double slowest_flow(const Topology& topology, const std::vector<Flow>& flows) {
-  std::map<PortId, double> egress, ingress;  // bytes per port
+  std::map<PortId, double> egress, ingress;  // bytes on the wire per port
   for (const Flow& f : flows) {
     if (f.src == f.dst) continue;
-    egress[port_to(topology, f.src, f.dst)] += f.bytes;
-    ingress[port_to(topology, f.dst, f.src)] += f.bytes;
+    const double wire = topology.link(f.src, f.dst).wire_bytes(f.bytes);
+    egress[port_to(topology, f.src, f.dst)] += wire;
+    ingress[port_to(topology, f.dst, f.src)] += wire;
   }
   double worst = 0;
   for (const Flow& f : flows) {
     if (f.src == f.dst) continue;
+    const LinkSpec& link = topology.link(f.src, f.dst);
     const double busier = std::max(egress[port_to(topology, f.src, f.dst)],
                                    ingress[port_to(topology, f.dst, f.src)]);
-    worst = std::max(worst, message_time(topology.link(f.src, f.dst), busier));
+    const double serialise = link.unlimited() ? 0.0 : busier / link.bytes_per_second;
+    worst = std::max(worst, link.delay(f.bytes) + serialise);
   }
   return worst;
 }

@@ -26,6 +26,30 @@ void check_link_range(const LinkSpec& link, const std::string& bandwidth_field,
   }
 }
 
+const LinkProtocol* LinkSpec::protocol_for(double bytes) const {
+  const LinkProtocol* best = nullptr;
+  double best_time = 0;
+  for (const LinkProtocol& p : protocols) {
+    const double t =
+        p.overhead_seconds + (unlimited() ? 0.0 : bytes / (p.efficiency * bytes_per_second));
+    if (best == nullptr || t < best_time) {
+      best = &p;
+      best_time = t;
+    }
+  }
+  return best;
+}
+
+double LinkSpec::wire_bytes(double bytes) const {
+  const LinkProtocol* p = protocol_for(bytes);
+  return p == nullptr ? bytes : bytes / p->efficiency;
+}
+
+double LinkSpec::delay(double bytes) const {
+  const LinkProtocol* p = protocol_for(bytes);
+  return latency_seconds + (p == nullptr ? 0.0 : p->overhead_seconds);
+}
+
 int Topology::nodes() const {
   return static_cast<int>(std::set<int>(node_of.begin(), node_of.end()).size());
 }
@@ -78,20 +102,21 @@ LinkShaper::Port& LinkShaper::inter_port(int endpoint) {
 LinkShaper::Timing LinkShaper::reserve(int src, int dst, std::size_t bytes, double now) {
   const bool local = topology_.same_node(src, dst);
   const LinkSpec& spec = local ? topology_.intra : topology_.inter;
-  if (src == dst || spec.unlimited()) return {now, now + (src == dst ? 0 : spec.latency_seconds)};
+  const double payload = static_cast<double>(bytes);
+  if (src == dst || spec.unlimited()) return {now, now + (src == dst ? 0 : spec.delay(payload))};
   // A zero-byte message (a barrier's signal) carries nothing to serialise:
   // on a real NIC it slips between another sender's packets instead of
   // queueing behind a whole megabyte booked on the same ingress, which
   // would hold a barrier for a full transfer and skew the next timing.
-  if (bytes == 0) return {now, now + spec.latency_seconds};
+  if (bytes == 0) return {now, now + spec.delay(payload)};
   std::lock_guard lock(mutex_);
   Port& out = local ? intra_port(src) : inter_port(src);
   Port& in = local ? intra_port(dst) : inter_port(dst);
   const double start = std::max({now, out.egress_free, in.ingress_free});
-  const double done = start + static_cast<double>(bytes) / spec.bytes_per_second;
+  const double done = start + spec.wire_bytes(payload) / spec.bytes_per_second;
   out.egress_free = done;
   in.ingress_free = done;
-  return {done, done + spec.latency_seconds};
+  return {done, done + spec.delay(payload)};
 }
 
 }  // namespace gradex

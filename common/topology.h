@@ -11,14 +11,43 @@
 #include <cstddef>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gradex {
 
+// How a message goes over a link, as NCCL's protocols do (LL for small
+// messages: cheap to start, half or less of the rate; Simple for large
+// ones: the full pipeline, a higher start-up cost): a software cost per
+// message on top of the wire latency, and the share of the link rate the
+// payload gets (the rest carries flags, headers and synchronisation).
+struct LinkProtocol {
+  const char* name = "";
+  double overhead_seconds = 0;
+  double efficiency = 1;  // (0, 1]
+};
+
 struct LinkSpec {
+  LinkSpec() = default;
+  LinkSpec(double rate, double latency, std::vector<LinkProtocol> protos = {})
+      : bytes_per_second(rate), latency_seconds(latency), protocols(std::move(protos)) {}
+
   double bytes_per_second = 0;  // 0 means unlimited (no shaping)
   double latency_seconds = 0;
+  // Empty: every message at the full rate with no overhead. Otherwise each
+  // message takes the protocol that delivers it soonest, as NCCL's tuner
+  // picks by its model (which makes the size threshold between two
+  // protocols a consequence of their figures, not a third figure).
+  std::vector<LinkProtocol> protocols;
+
   bool unlimited() const { return bytes_per_second <= 0; }
+  // The protocol a message of `bytes` takes; nullptr when none is modelled.
+  const LinkProtocol* protocol_for(double bytes) const;
+  // What the link carries for a payload of `bytes`: bytes / efficiency.
+  double wire_bytes(double bytes) const;
+  // From the last byte leaving the sender to the message being usable at
+  // the receiver: the latency plus the protocol's per-message cost.
+  double delay(double bytes) const;
 };
 
 // The range of a shaped link, wide enough for any real network (a slow

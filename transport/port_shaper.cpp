@@ -22,7 +22,7 @@ PortShaper::Egress PortShaper::egress(int dst, std::size_t bytes, double now) {
   std::lock_guard lock(mutex_);
   double& free = local ? intra_egress_free_ : inter_egress_free_;
   const double start = std::max(now, free);
-  free = start + static_cast<double>(bytes) / spec.bytes_per_second;
+  free = start + spec.wire_bytes(static_cast<double>(bytes)) / spec.bytes_per_second;
   return {start, free};
 }
 
@@ -30,12 +30,13 @@ double PortShaper::ingress(int src, std::size_t bytes, double egress_start) {
   const bool local = topology_.same_node(src, self_);
   const LinkSpec& spec = local ? topology_.intra : topology_.inter;
   if (src == self_) return egress_start;
-  if (spec.unlimited() || bytes == 0) return egress_start + spec.latency_seconds;
+  const double payload = static_cast<double>(bytes);
+  if (spec.unlimited() || bytes == 0) return egress_start + spec.delay(payload);
   std::lock_guard lock(mutex_);
   double& free = local ? intra_ingress_free_ : inter_ingress_free_;
   const double start = std::max(egress_start, free);
-  free = start + static_cast<double>(bytes) / spec.bytes_per_second;
-  return free + spec.latency_seconds;
+  free = start + spec.wire_bytes(payload) / spec.bytes_per_second;
+  return free + spec.delay(payload);
 }
 
 }  // namespace gradex

@@ -30,8 +30,8 @@ bool Network::limited(int src, int dst) const {
   return src != dst && !topology_.link(src, dst).unlimited();
 }
 
-double Network::latency(int src, int dst) const {
-  return src == dst ? 0 : topology_.link(src, dst).latency_seconds;
+double Network::latency(int src, int dst, std::size_t bytes) const {
+  return src == dst ? 0 : topology_.link(src, dst).delay(static_cast<double>(bytes));
 }
 
 int Network::egress_port(int src, int dst) const {
@@ -67,8 +67,10 @@ int Network::start(int src, int dst, std::size_t bytes, double now) {
   }
   Flow& f = flows_[static_cast<std::size_t>(id)];
   const std::uint64_t version = f.version + 1;
-  f = Flow{egress_port(src, dst), ingress_port(src, dst), static_cast<double>(bytes), 0, now,
-           version, true};
+  // The link carries the payload and its protocol's share of flags and
+  // headers.
+  const double wire = topology_.link(src, dst).wire_bytes(static_cast<double>(bytes));
+  f = Flow{egress_port(src, dst), ingress_port(src, dst), wire, 0, now, version, true};
   ports_[static_cast<std::size_t>(f.egress)].flows.push_back(id);
   ports_[static_cast<std::size_t>(f.ingress)].flows.push_back(id);
   mark_dirty(f.egress);

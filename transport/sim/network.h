@@ -35,7 +35,9 @@ class Network {
   // others as instantaneous).
   int start(int src, int dst, std::size_t bytes, double now);
   bool limited(int src, int dst) const;
-  double latency(int src, int dst) const;
+  // The delay after the last byte of a message of `bytes` left: the link
+  // latency plus its protocol's per-message cost.
+  double latency(int src, int dst, std::size_t bytes) const;
   // Recomputes the rates of flows sharing a port with a flow that started
   // or finished, and reschedules their completions.
   void settle(double now);

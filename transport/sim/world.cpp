@@ -235,7 +235,7 @@ void SimWorld::Impl::post_send(const OpPtr& op) {
     m->left = true;
     Event e;
     e.kind = Event::arrival;
-    e.time = now + network.latency(m->src, m->dst);
+    e.time = now + network.latency(m->src, m->dst, m->bytes);
     e.message = m;
     push(std::move(e));
   }
@@ -296,7 +296,7 @@ void SimWorld::Impl::on_left(const MessagePtr& m) {
   }
   Event e;
   e.kind = Event::arrival;
-  e.time = now + network.latency(m->src, m->dst);
+  e.time = now + network.latency(m->src, m->dst, m->bytes);
   e.message = m;
   push(std::move(e));
 }
