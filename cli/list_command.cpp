@@ -2,8 +2,10 @@
 // presets a scenario's network can name, each in a column as wide as its
 // longest name.
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include "cli/command.h"
 #include "config/link_presets.h"
@@ -23,6 +25,18 @@ void print_column(const Entries& entries, Name name, Text text) {
   }
 }
 
+// "<hardware>, <latency> us per hop" and the protocols, if any, with their
+// per-message cost and the share of the rate the payload gets.
+std::string describe_preset(const LinkPreset& p) {
+  std::ostringstream out;
+  out << p.hardware << ", " << p.link.latency_seconds * 1e6 << " us per hop";
+  for (const LinkProtocol& proto : p.link.protocols) {
+    out << "; " << proto.name << " " << proto.overhead_seconds * 1e6 << " us/msg at "
+        << std::lround(proto.efficiency * 100) << "%";
+  }
+  return out.str();
+}
+
 }  // namespace
 
 Command add_list_command(CLI::App& parent) {
@@ -33,11 +47,7 @@ Command add_list_command(CLI::App& parent) {
                          [](const auto& e) { return e.summary; });
             std::cout << "link presets (\"network\": {\"inter_node\": NAME}), rates one way:\n";
             print_column(link_presets(), [](const LinkPreset& p) { return std::string(p.name); },
-                         [](const LinkPreset& p) {
-                           return std::string(p.hardware) + ", " +
-                                  std::to_string(static_cast<int>(p.link.latency_seconds * 1e6)) +
-                                  " us per hop";
-                         });
+                         [](const LinkPreset& p) { return describe_preset(p); });
             return kExitOk;
           }};
 }

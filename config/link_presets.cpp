@@ -8,8 +8,38 @@ namespace gradex {
 // from the vendor's datasheet or the standard (the source beside each). A
 // datasheet's "900 GB/s" for NVLink counts both directions; the NIC model
 // (docs/architecture.md) books each direction on its own, so it is halved
-// here. Latencies are one hop's start-up cost as the alpha-beta model takes
-// it, not a measured figure: calibrating them is the protocol model's work.
+// here.
+//
+// The GPU fabrics and InfiniBand also carry protocols (common/topology.h:
+// a per-message cost and the share of the rate the payload gets), taken
+// from published nccl-tests results and NCCL's own tuning model; each
+// figure's source is beside it, and docs/calibration.md lists the
+// published points they reproduce (tests/calibration_test.cpp checks
+// them). Presets without protocols move every byte at the full rate after
+// a plain latency: no published figure calibrates them yet.
+namespace {
+
+// NCCL's tuning model (src/graph/tuning.cc of NCCL 2.8, hwLat): one ring
+// step over NVLink costs 0.47 us with the LL protocol and 3.4 us with
+// Simple, and LL moves a quarter of Simple's bandwidth ("busBw *= 1.0/4.0"
+// for the ring's LL).
+constexpr double kNvlinkLlStep = 0.47e-6;
+constexpr double kNvlinkSimpleStep = 3.4e-6;
+constexpr double kLlShareOfSimple = 0.25;
+
+std::vector<LinkProtocol> nvlink_protocols(double simple_efficiency) {
+  return {{"LL", kNvlinkLlStep, simple_efficiency * kLlShareOfSimple},
+          {"Simple", kNvlinkSimpleStep, simple_efficiency}};
+}
+
+// InfiniBand through NCCL's network proxy: one protocol whose per-message
+// cost is fitted to the one published 8-byte point, nccl-tests issue #150
+// (2 nodes x 1 A100-80GB, one HDR NIC each): 8-byte all_reduce_perf
+// 19.90 us out of place, which a 2-rank ring spends on 2 messages.
+constexpr double kIbMessageCost = 19.90e-6 / 2;
+
+}  // namespace
+
 const std::vector<LinkPreset>& link_presets() {
   static const std::vector<LinkPreset> presets = {
       // NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): NVLink 3
@@ -17,11 +47,17 @@ const std::vector<LinkPreset>& link_presets() {
       {"nvlink3_link", "one NVLink 3.0 link, 25 GB/s one way",
        {25e9, 5e-6}},
       // NVIDIA A100 datasheet: "NVLink 600 GB/s" over 12 links, both ways.
+      // Simple's efficiency: 8x A100-SXM4-80GB all_reduce_perf reaches a
+      // ring bus bandwidth of 228.1-231.6 GB/s at 1-8 GB (Azure
+      // AI-benchmarking-guide, ND A100 v4 results, NCCL 2.18.5), "~230GB/s"
+      // in NVIDIA's words (nccl-tests issue #149): 230 / 300.
       {"a100_nvlink", "an A100's 12 NVLink 3.0 links through NVSwitch: 600 GB/s both ways = 300 GB/s one way",
-       {300e9, 5e-6}},
+       {300e9, 0, nvlink_protocols(230.0 / 300.0)}},
       // NVIDIA H100 datasheet (SXM): "NVLink 900 GB/s" over 18 links, both ways.
+      // Simple's efficiency: 8x H100 reach "370GB/s" ring bus bandwidth
+      // with NCCL_ALGO=RING (NVIDIA, nccl-tests issue #212): 370 / 450.
       {"h100_nvlink", "an H100's 18 NVLink 4.0 links through NVSwitch: 900 GB/s both ways = 450 GB/s one way",
-       {450e9, 5e-6}},
+       {450e9, 0, nvlink_protocols(370.0 / 450.0)}},
       // PCI-SIG PCIe 4.0 base specification: 16 GT/s per lane, x16.
       {"pcie4", "PCIe Gen4 x16: 16 GT/s x 16 lanes = 32 GB/s one way", {32e9, 10e-6}},
       // PCI-SIG PCIe 5.0 base specification: 32 GT/s per lane, x16.
@@ -31,9 +67,16 @@ const std::vector<LinkPreset>& link_presets() {
       // IEEE 802.3ba/bj (100GBASE-R).
       {"ethernet_100g", "100 Gbit/s Ethernet = 12.5 GB/s one way", {12.5e9, 10e-6}},
       // NVIDIA ConnectX-6 datasheet: HDR InfiniBand, 200 Gb/s per port.
-      {"ib_hdr_200g", "200 Gbit/s InfiniBand HDR (ConnectX-6) = 25 GB/s one way", {25e9, 5e-6}},
+      // Efficiency: "24GB/s is the peak performance per 200G NIC" (NVIDIA,
+      // nccl-tests issue #119): 24 / 25.
+      {"ib_hdr_200g", "200 Gbit/s InfiniBand HDR (ConnectX-6) = 25 GB/s one way",
+       {25e9, 0, {{"net", kIbMessageCost, 24.0 / 25.0}}}},
       // NVIDIA ConnectX-7 datasheet: NDR InfiniBand, 400 Gb/s per port.
-      {"ib_ndr_400g", "400 Gbit/s InfiniBand NDR (ConnectX-7) = 50 GB/s one way", {50e9, 5e-6}},
+      // Efficiency: "46-48GB/s per NIC" (NVIDIA, nccl-tests issue #290): 48 /
+      // 50. The per-message cost is HDR's (the same proxy path; no published
+      // 8-byte NDR point was found).
+      {"ib_ndr_400g", "400 Gbit/s InfiniBand NDR (ConnectX-7) = 50 GB/s one way",
+       {50e9, 0, {{"net", kIbMessageCost, 48.0 / 50.0}}}},
   };
   return presets;
 }

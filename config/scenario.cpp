@@ -82,7 +82,9 @@ LinkSpec read_link(JsonReader& parent, const std::string& key, bool& present) {
   }
   present = true;
   // A hardware name (config/link_presets.h): "ib_hdr_200g", or an object
-  // {"preset": ..., "latency": ...} to override its latency.
+  // {"preset": ..., "latency": ...} to override its latency, and
+  // "protocols": false to drop its protocol costs (the datasheet's rate,
+  // as a back-of-the-envelope analysis assumes it).
   if (const auto* name = parent.find(key); name->is_string()) {
     return find_link_preset(name->get<std::string>(), parent.child(key));
   }
@@ -93,6 +95,14 @@ LinkSpec read_link(JsonReader& parent, const std::string& key, bool& present) {
     if (!preset->is_string()) throw ConfigError(link.child("preset"), "expected a preset name");
     spec = find_link_preset(preset->get<std::string>(), link.child("preset"));
     if (bw != nullptr) throw ConfigError(link.child("bandwidth"), "give a preset or a bandwidth, not both");
+    if (const auto* protocols = link.find("protocols")) {
+      if (!protocols->is_boolean()) {
+        throw ConfigError(link.child("protocols"), "expected true or false, got " + json_kind(*protocols));
+      }
+      if (!protocols->get<bool>()) spec.protocols.clear();
+    }
+  } else if (link.has("protocols")) {
+    throw ConfigError(link.child("protocols"), "applies to a preset's link only");
   } else if (bw == nullptr) {
     throw ConfigError(link.child("bandwidth"), "missing (e.g. \"25GB/s\" or \"10Gbps\")");
   } else if (bw->is_number() && bw->get<double>() > 0) {

@@ -23,7 +23,12 @@ std::string fmt(const char* format, double v) {
 
 std::string describe_link(const LinkSpec& l) {
   if (l.unlimited()) return "unlimited";
-  return format_rate(l.bytes_per_second) + ", " + fmt("%g", l.latency_seconds * 1e6) + " us";
+  std::string text = format_rate(l.bytes_per_second) + ", " + fmt("%g", l.latency_seconds * 1e6) + " us";
+  for (std::size_t i = 0; i < l.protocols.size(); ++i) {
+    text += i == 0 ? " + protocols " : "/";
+    text += l.protocols[i].name;
+  }
+  return text;
 }
 
 }  // namespace

@@ -136,13 +136,13 @@ def claims(a):
           "N S / B plus one chunk, against 2 (N-1)/N S / B: N^2 / (2 (N-1)) = ~51x")
     # A6-A9: 4 GPUs in one box.
     nv = a.sim("a6_ring_h100_nvlink", [4], ["ring"], "1GB",
-               {"inter_node": {"preset": "h100_nvlink", "latency": "0us"}})[("ring", 4)]
+               {"inter_node": {"preset": "h100_nvlink", "latency": "0us", "protocols": False}})[("ring", 4)]
     a.add("A6 ring, 4 GPUs, NVLink 4.0", "1 GB, 450 GB/s one way", "4.4 ms theory; 6-7 ms measured",
           ms(nv["model_time_s"]), ms(nv["time_s"]),
           "does not hold: 2 GB / 450 GB/s counts 2S per GPU, but at N=4 each GPU sends "
           "2 (N-1)/N S = 1.5 GB: 3.33 ms. The 6-7 ms measurement needs H100s (not reproduced)")
     ch = a.sim("a7_ring_128mb", [4], ["ring"], "128MiB",
-               {"inter_node": {"preset": "h100_nvlink", "latency": "0us"}})[("ring", 4)]
+               {"inter_node": {"preset": "h100_nvlink", "latency": "0us", "protocols": False}})[("ring", 4)]
     a.add("A7 8 channels of 128 MB", "1 GB as 8 x 128 MB", "0.57 ms theory; 1-2 ms measured",
           f"{ms(ch['model_time_s'])} per 128 MB ring alone; the 8 channels share the same "
           f"links, so 1 GB still takes {ms(nv['model_time_s'])}",
@@ -150,7 +150,7 @@ def claims(a):
           "does not hold: channels split the data, not the link; the 0.57 ms is one "
           "channel's time as if it had the whole link to itself")
     pc = a.sim("a8_ring_pcie4", [4], ["ring"], "1GB",
-               {"inter_node": {"preset": "pcie4", "latency": "0us"}})[("ring", 4)]
+               {"inter_node": {"preset": "pcie4", "latency": "0us", "protocols": False}})[("ring", 4)]
     pcie = preset_rate(a.binary, "pcie4")
     t8 = float(pc["time_s"])
     a.add("A8 ring, PCIe Gen4", "4 GPUs, 1 GB, 64 GB/s", "31.25 ms theory; 50-70 ms actual",
@@ -172,8 +172,8 @@ def claims(a):
     lines = []
     sims = []
     for preset, doc in (("ethernet_1g", "16 s"), ("ib_hdr_200g", "80 ms"), ("ib_ndr_400g", "40 ms")):
-        net = {"intra_node": {"preset": "h100_nvlink", "latency": "0us"},
-               "inter_node": {"preset": preset, "latency": "0us"}, "nic_per_node": True}
+        net = {"intra_node": {"preset": "h100_nvlink", "latency": "0us", "protocols": False},
+               "inter_node": {"preset": preset, "latency": "0us", "protocols": False}, "nic_per_node": True}
         h = a.sim(f"a10_hier_{preset}", [8], ["hierarchical"], "1GB", net, per_node=4)[("hierarchical", 8)]
         lines.append(f"{preset}: {s(h['model_time_s'])}")
         sims.append(f"{preset}: {s(h['time_s'])}")
@@ -185,8 +185,8 @@ def claims(a):
           "S/4 and receive S/4 through the shared NIC), so the inter-node phase is S / B: "
           "8 s / 40 ms / 20 ms, plus 3.3 ms inside the nodes")
     # A11: hierarchical vs flat ring, 8 GPUs on 2 nodes over 400 Gbps.
-    net = {"intra_node": {"preset": "h100_nvlink", "latency": "0us"},
-           "inter_node": {"preset": "ib_ndr_400g", "latency": "0us"}, "nic_per_node": True}
+    net = {"intra_node": {"preset": "h100_nvlink", "latency": "0us", "protocols": False},
+           "inter_node": {"preset": "ib_ndr_400g", "latency": "0us", "protocols": False}, "nic_per_node": True}
     both = a.sim("a11_flat_vs_hier", [8], ["ring", "hierarchical"], "1GB", net, per_node=4)
     fr, hi = both[("ring", 8)], both[("hierarchical", 8)]
     a.add("A11 hierarchical vs flat ring", "8 GPUs, 2 nodes, NVLink 4.0 + 400 Gbps IB",
@@ -201,7 +201,7 @@ def claims(a):
           "all-gather together) + S / B = 20 ms between them = 23.3 ms, not 56 ms. "
           "Hierarchical still wins, by ~1.5x")
     # A12: roofline with 50 us per step.
-    lat = {"inter_node": {"preset": "h100_nvlink", "latency": "50us"}}
+    lat = {"inter_node": {"preset": "h100_nvlink", "latency": "50us", "protocols": False}}
     small = a.sim("a12_roofline_1mb", [4], ["ring"], "1MB", lat)[("ring", 4)]
     big = a.sim("a12_roofline_1gb", [4], ["ring"], "1GB", lat)[("ring", 4)]
     a.add("A12 roofline", "6 steps x 50 us; 1 MB and 1 GB at 450 GB/s",
@@ -216,11 +216,11 @@ def claims(a):
           f"4 x {ms(nv['time_s'])} -> {ms(nv['time_s'])}: -75%",
           "holds (the simulator is linear in the number of all-reduces)")
     # A14: ResNet-50 on 4 A100s: 25.6 M f32 parameters = 102.4 MB of gradients,
-    # over the A100s' NVLink (NVSwitch) and, for the document's 8 ms, over
-    # one NVLink 3.0 link.
+    # over the A100s' NVLink (NVSwitch, with its calibrated protocols) and,
+    # for the document's 8 ms, over one NVLink 3.0 link.
     grads = 102.4e6
     rn = a.sim("a14_resnet50", [4], ["ring"], "102400000B",
-               {"inter_node": {"preset": "a100_nvlink", "latency": "5us"}})[("ring", 4)]
+               {"inter_node": {"preset": "a100_nvlink"}})[("ring", 4)]
     one = a.sim("a14_resnet50_one_link", [4], ["ring"], "102400000B",
                 {"inter_node": {"preset": "nvlink3_link", "latency": "5us"}})[("ring", 4)]
     t, t1 = float(rn["time_s"]), float(one["time_s"])
@@ -243,7 +243,8 @@ def claims(a):
     choice = []
     for size in sizes:
         rows = a.sim(f"a16_{size}", [8], ["ring", "tree"], size,
-                     {"inter_node": {"preset": "h100_nvlink"}}, segment="1MiB")
+                     {"inter_node": {"preset": "h100_nvlink", "latency": "5us", "protocols": False}},
+                     segment="1MiB")
         best = min(("ring", "tree"), key=lambda k: float(rows[(k, 8)]["time_s"]))
         choice.append(f"{size}: {best}")
     a.add("A16 algorithm by size", "8 ranks, NVLink 4.0, 5 us per hop",
@@ -255,7 +256,7 @@ def claims(a):
     # A17: FP16 / FP8 gradients.
     # The same 250 M parameters as f16: 500 MB instead of 1 GB.
     h16 = a.sim("a17_fp16", [4], ["ring"], "500MB",
-                {"inter_node": {"preset": "h100_nvlink", "latency": "0us"}}, dtype="f16")[("ring", 4)]
+                {"inter_node": {"preset": "h100_nvlink", "latency": "0us", "protocols": False}}, dtype="f16")[("ring", 4)]
     a.add("A17 FP16 / FP8 gradients", "250 M parameters, 4 bytes -> 2 or 1", "half / a quarter of the traffic",
           f"f32 {ms(nv['model_time_s'])}, f16 {ms(h16['model_time_s'])}, fp8 "
           f"{float(nv['model_time_s']) / 4 * 1e3:.3g} ms (a quarter of the bytes)",

@@ -119,6 +119,8 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"net_too_fast", R"({"name": "x", "sizes": [4], "network": {"intra_node": {"bandwidth": "1000TB/s"}}})", "/network/intra_node/bandwidth"},
         Malformed{"net_latency_1e10", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"bandwidth": 1e9, "latency": "1e10s"}}})", "/network/inter_node/latency"},
         Malformed{"net_latency_1e300", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"bandwidth": 1e9, "latency": 1e300}}})", "/network/inter_node/latency"},
+        Malformed{"net_protocols_no_preset", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"bandwidth": "1GB/s", "protocols": false}}})", "/network/inter_node/protocols"},
+        Malformed{"net_protocols_type", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"preset": "ib_hdr_200g", "protocols": "no"}}})", "/network/inter_node/protocols"},
         Malformed{"net_preset_latency", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"preset": "ib_hdr_200g", "latency": "11s"}}})", "/network/inter_node/latency"},
         // Whole elements only: 4097 B of f32 would silently run as 4096.
         Malformed{"size_partial_f32", R"({"name": "x", "sizes": [4096, 4097]})", "/sizes/1"},

@@ -32,6 +32,22 @@ TEST(SimScenario, AcceptsSimTransportAndHardwarePresets) {
   EXPECT_DOUBLE_EQ(s.network.inter_node.latency_seconds, 2e-6);
 }
 
+// A preset brings its protocols; "protocols": false keeps the datasheet's
+// rate alone, as a back-of-the-envelope analysis takes it.
+TEST(SimScenario, PresetsCarryProtocolsUnlessDropped) {
+  const Scenario s = parse(R"({"name": "x", "sizes": [1024], "transport": "sim",
+      "network": {"intra_node": "a100_nvlink",
+                  "inter_node": {"preset": "ib_hdr_200g", "protocols": false}}})");
+  ASSERT_EQ(s.network.intra_node.protocols.size(), 2u);
+  // Small messages take LL (cheap to start), large ones Simple (faster).
+  EXPECT_STREQ(s.network.intra_node.protocol_for(8)->name, "LL");
+  EXPECT_STREQ(s.network.intra_node.protocol_for(1 << 20)->name, "Simple");
+  EXPECT_GT(s.network.intra_node.wire_bytes(1 << 20), 1 << 20);
+  EXPECT_TRUE(s.network.inter_node.protocols.empty());
+  EXPECT_DOUBLE_EQ(s.network.inter_node.wire_bytes(1000), 1000);
+  EXPECT_DOUBLE_EQ(s.network.inter_node.delay(1000), 0);
+}
+
 TEST(SimScenario, UnknownPresetNamesTheField) {
   try {
     parse(R"({"name": "x", "sizes": [4], "network": {"inter_node": "ib_xdr_9000g"}})");
