@@ -14,7 +14,7 @@ Command add_run_command(CLI::App& parent) {
   auto flags = std::make_shared<ScenarioFlags>();
   auto quiet = std::make_shared<bool>(false);
   CLI::App* cmd = parent.add_subcommand("run", "run a scenario and print nccl-tests style tables");
-  add_scenario_flags(*cmd, *flags);
+  add_scenario_flags(*cmd, *flags, true);
   cmd->add_option("-o,--output", flags->output,
                   "folder for results.csv and results.json (overrides the scenario's \"output\")");
   cmd->add_flag("--no-output", flags->no_output, "write no result files");

@@ -1,8 +1,10 @@
 #include "cli/scenario_flags.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "common/errors.h"
+#include "config/json_file.h"
 #include "config/scenario.h"
 #include "runner/output_paths.h"
 #include "runner/train_plan.h"
@@ -12,15 +14,42 @@
 
 namespace gradex::cli {
 
-void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags) {
-  cmd.add_option("scenario", flags.scenario, "scenario file (JSON)")->required();
-  cmd.add_option("--schemes", flags.schemes, "run only these schemes (overrides the scenario)")
-      ->delimiter(',');
-  cmd.add_option("--workers", flags.workers, "worker counts to run (overrides the scenario)")
-      ->delimiter(',');
+void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags, bool with_fields) {
+  cmd.add_option("scenario", flags.scenario,
+                 with_fields ? "scenario file (JSON; optional: the flags alone make one)"
+                             : "scenario file (JSON)")
+      ->required(!with_fields);
+  // Lists are one comma-separated word each, so that the scenario file
+  // after them is not read as one more element.
+  cmd.add_option("-s,--schemes", flags.schemes, "run only these schemes (overrides the scenario)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  cmd.add_option(with_fields ? "-n,--workers" : "--workers", flags.workers,
+                 "worker counts to run (overrides the scenario)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
   cmd.add_option("--transport", flags.transport, "transport (overrides the scenario's)")
       ->check(CLI::IsMember(std::vector<std::string>(std::begin(kTransportNames),
                                                      std::end(kTransportNames))));
+  if (with_fields) add_field_flags(cmd, flags);
+}
+
+void add_field_flags(CLI::App& cmd, ScenarioFlags& flags) {
+  FieldFlags& f = flags.fields;
+  cmd.add_option("--name", f.name, "the scenario's name (without a file: \"flags\")");
+  cmd.add_option("-b,--minbytes", f.min_bytes, "smallest size, e.g. 8 or 4KiB (nccl-tests' -b)");
+  cmd.add_option("-e,--maxbytes", f.max_bytes, "largest size (default: -b's)");
+  cmd.add_option("-f,--stepfactor", f.step_factor, "size multiplier between -b and -e (default 2)");
+  cmd.add_option("--iters", f.iters, "timed iterations per size");
+  cmd.add_option("--warmup", f.warmup, "warm-up iterations per size");
+  cmd.add_option("--dtype", f.dtype, "f32 f64 f16 bf16 i32");
+  cmd.add_option("--op", f.op, "sum avg min max");
+  cmd.add_option("--ranks-per-node", f.ranks_per_node, "consecutive ranks per node");
+  cmd.add_option("--link", f.link, "inter-node link: a rate (1GB/s, 10Gbps) or a preset name");
+  cmd.add_option("--latency", f.latency, "inter-node latency, e.g. 20us (with --link as a rate)");
+  cmd.add_option("--intra-link", f.intra_link, "intra-node link: a rate or a preset name");
+  cmd.add_option("--segment", f.segment, "pipelining segment, e.g. 1MiB");
+  cmd.add_option("--straggler-ms", f.straggler_ms, "the last worker starts each iteration late");
 }
 
 void add_unshaped_flag(CLI::App& cmd, ScenarioFlags& flags) {
@@ -34,6 +63,81 @@ FieldNamer workload_fields(const ScenarioFlags& flags) {
 }
 
 namespace {
+
+// Each field flag, the flag's name and where it writes in the document
+// (`write` false: only names the flag for errors under `pointer`; the more
+// specific pointers come first).
+struct FieldWrite {
+  const char* flag;
+  nlohmann::json::json_pointer pointer;
+  nlohmann::json value;
+  bool write = true;
+};
+
+// A rate ("1GB/s") or a preset name ("ib_hdr_200g") as a link object.
+nlohmann::json link_value(const std::string& text, const std::string& latency) {
+  const bool rate = !text.empty() && (std::isdigit(static_cast<unsigned char>(text[0])) != 0 ||
+                                      text[0] == '.');
+  nlohmann::json link = {{rate ? "bandwidth" : "preset", text}};
+  if (!latency.empty()) link["latency"] = latency;
+  return link;
+}
+
+std::vector<FieldWrite> field_writes(const FieldFlags& f) {
+  using P = nlohmann::json::json_pointer;
+  std::vector<FieldWrite> w;
+  if (!f.name.empty()) w.push_back({"--name", P("/name"), f.name});
+  if (!f.min_bytes.empty() || !f.max_bytes.empty() || f.step_factor > 0) {
+    nlohmann::json sweep = {{"from", f.min_bytes.empty() ? f.max_bytes : f.min_bytes},
+                            {"to", f.max_bytes.empty() ? f.min_bytes : f.max_bytes}};
+    if (f.step_factor > 0) sweep["factor"] = f.step_factor;
+    w.push_back({"-e", P("/sizes/to"), nullptr, false});
+    w.push_back({"-f", P("/sizes/factor"), nullptr, false});
+    w.push_back({"-b", P("/sizes"), sweep});
+  }
+  if (f.iters >= 0) w.push_back({"--iters", P("/iters"), f.iters});
+  if (f.warmup >= 0) w.push_back({"--warmup", P("/warmup_iters"), f.warmup});
+  if (!f.dtype.empty()) w.push_back({"--dtype", P("/dtype"), f.dtype});
+  if (!f.op.empty()) w.push_back({"--op", P("/op"), f.op});
+  if (f.ranks_per_node > 0) w.push_back({"--ranks-per-node", P("/ranks_per_node"), f.ranks_per_node});
+  if (!f.link.empty()) {
+    w.push_back({"--link", P("/network/inter_node"), link_value(f.link, f.latency)});
+  } else if (!f.latency.empty()) {
+    throw ConfigError("--latency", "applies with --link only");
+  }
+  if (!f.intra_link.empty()) {
+    w.push_back({"--intra-link", P("/network/intra_node"), link_value(f.intra_link, "")});
+  }
+  if (!f.segment.empty()) w.push_back({"--segment", P("/segment_bytes"), f.segment});
+  if (f.straggler_ms >= 0) w.push_back({"--straggler-ms", P("/straggler_ms"), f.straggler_ms});
+  return w;
+}
+
+// The scenario document: the file's, or an empty one, with every field
+// flag written in. Errors in a field a flag wrote name the flag.
+Scenario parse_with_fields(const ScenarioFlags& flags) {
+  nlohmann::json doc = flags.scenario.empty() ? nlohmann::json{{"name", "flags"}}
+                                              : read_json_file(flags.scenario);
+  if (!doc.is_object()) return load_scenario(flags.scenario);  // its error names the file
+  const std::vector<FieldWrite> writes = field_writes(flags.fields);
+  for (const FieldWrite& w : writes) {
+    if (w.write) doc[w.pointer] = w.value;
+  }
+  try {
+    return parse_scenario(doc);
+  } catch (const ConfigError& e) {
+    for (const FieldWrite& w : writes) {
+      const std::string at = w.pointer.to_string();
+      if (e.field().rfind(at, 0) == 0) throw ConfigError(w.flag, e.reason());
+    }
+    if (flags.scenario.empty()) {
+      // A field no flag wrote: without a file, a flag is missing.
+      if (e.field() == "/sizes") throw ConfigError("-b", "missing: give -b (and -e, -f) or a scenario file");
+      throw ConfigError("(flags)#" + e.field(), e.reason());
+    }
+    throw ConfigError(flags.scenario + "#" + e.field(), e.reason());
+  }
+}
 
 RunPlan plan_with_overrides(const ScenarioFlags& flags, Scenario s) {
   // Each override goes into the scenario embedded in results.json too, so
@@ -96,13 +200,14 @@ RunPlan plan_with_overrides(const ScenarioFlags& flags, Scenario s) {
 }  // namespace
 
 RunPlan load_plan(const ScenarioFlags& flags) {
-  Scenario s = load_scenario(flags.scenario);  // its errors name the file already
+  Scenario s = parse_with_fields(flags);  // its errors name the file or the flag
   try {
     return plan_with_overrides(flags, std::move(s));
   } catch (const ConfigError& e) {
     // Checks after parsing name a JSON pointer alone; flags name themselves.
     if (e.field().rfind('/', 0) != 0) throw;
-    throw ConfigError(flags.scenario + "#" + e.field(), e.reason());
+    const std::string file = flags.scenario.empty() ? "(flags)" : flags.scenario;
+    throw ConfigError(file + "#" + e.field(), e.reason());
   }
 }
 

@@ -12,8 +12,24 @@
 
 namespace gradex::cli {
 
+// Scenario fields given as flags, nccl-tests' names where it has them
+// (-b, -e, -f): each sets one field of the scenario document before it is
+// parsed, so a run needs no file and the embedded scenario re-runs it.
+struct FieldFlags {
+  std::string name;
+  std::string min_bytes, max_bytes;  // -b, -e: /sizes/from, /sizes/to
+  int step_factor = 0;               // -f: /sizes/factor
+  int iters = -1, warmup = -1;       // /iters, /warmup_iters
+  std::string dtype, op;
+  int ranks_per_node = 0;
+  std::string link, latency, intra_link;  // /network/inter_node, /network/intra_node
+  std::string segment;                    // /segment_bytes
+  double straggler_ms = -1;
+};
+
 struct ScenarioFlags {
-  std::string scenario;
+  std::string scenario;  // empty: the scenario is made of the flags alone
+  FieldFlags fields;
   std::vector<std::string> schemes;
   std::vector<int> workers;
   std::string output;
@@ -23,7 +39,11 @@ struct ScenarioFlags {
   bool unshaped = false;    // drop the scenario's network: the real one sets the pace
 };
 
-void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags);
+// The scenario file, --schemes, --workers and --transport; `with_fields`
+// (run, simulate, validate) makes the file optional and adds the
+// FieldFlags, and -n for --workers.
+void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags, bool with_fields = false);
+void add_field_flags(CLI::App& cmd, ScenarioFlags& flags);
 // --unshaped, for the subcommands that move real bytes (run, launch).
 void add_unshaped_flag(CLI::App& cmd, ScenarioFlags& flags);
 // Throws ConfigError naming the scenario field ("x.json#/sizes/0") or the

@@ -58,12 +58,13 @@ Command add_simulate_command(CLI::App& parent) {
   auto servers = std::make_shared<std::vector<int>>();
   CLI::App* cmd = parent.add_subcommand(
       "simulate", "run a scenario on the simulator: virtual time, phantom buffers, model beside it");
-  add_scenario_flags(*cmd, *flags);
+  add_scenario_flags(*cmd, *flags, true);
   cmd->add_option("-o,--output", flags->output,
                   "folder for results.csv and results.json (overrides the scenario's \"output\")");
   cmd->add_flag("--no-output", flags->no_output, "write no result files");
   cmd->add_option("--servers", *servers, "parameter-server counts to sweep (e.g. 1,2,4)")
       ->delimiter(',')
+      ->allow_extra_args(false)
       ->check(CLI::Range(1, 1024));
   auto quiet = std::make_shared<bool>(false);
   cmd->add_flag("-q,--quiet", *quiet, "print no line per size (the result files hold them)");

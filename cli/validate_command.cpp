@@ -11,7 +11,7 @@ namespace gradex::cli {
 Command add_validate_command(CLI::App& parent) {
   auto flags = std::make_shared<ScenarioFlags>();
   CLI::App* cmd = parent.add_subcommand("validate", "check a scenario without running it");
-  add_scenario_flags(*cmd, *flags);
+  add_scenario_flags(*cmd, *flags, true);
   return {cmd, [flags] {
             RunPlan plan = load_plan(*flags);
             check_output_paths(*flags, plan.scenario);

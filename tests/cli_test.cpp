@@ -104,6 +104,41 @@ TEST_F(Cli, ResultsHoldTheEffectiveScenarioAndTheirProvenance) {
   EXPECT_EQ(gradex("validate " + write("sim.json", sim.dump()).string()).code, 0);
 }
 
+// nccl-tests' habit: a run from flags alone. The scenario it embeds holds
+// every field the flags set and re-runs to the same plan; a bad value
+// names the flag that gave it; a field flag over a file overrides it.
+TEST_F(Cli, FlagsAloneMakeTheScenario) {
+  const fs::path out = dir_ / "flags";
+  const Outcome o = gradex("run -s ring -n 2,3 -b 4KiB -e 64KiB -f 4 --iters 2 --warmup 0 "
+                           "--link 2GB/s --latency 5us -o " + out.string());
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("# gradex run: flags"), std::string::npos) << o.out;
+  const auto doc = nlohmann::json::parse(slurp(out / "results.json"));
+  EXPECT_EQ(doc["results"].size(), 2u * 3u);  // 2 worker counts x 4, 16, 64 KiB
+  const auto& scenario = doc["scenario"];
+  EXPECT_EQ(scenario["sizes"]["factor"], 4);
+  EXPECT_EQ(scenario["network"]["inter_node"]["bandwidth"], "2GB/s");
+  const Outcome v = gradex("validate " + write("again.json", scenario.dump()).string());
+  ASSERT_EQ(v.code, 0) << v.err;
+  EXPECT_NE(v.out.find("2 runs x 3 sizes"), std::string::npos) << v.out;
+  for (const auto& [flags, named] : std::vector<std::pair<std::string, std::string>>{
+           {"-s ring", "-b: missing"},
+           {"-s ring -b 4K -e 1K", "-e: must not be below"},
+           {"-s ring -b 4K --link moon", "--link: unknown link preset 'moon'"},
+           {"-s ring -b 4K --latency 5us", "--latency: applies with --link only"},
+           {"-s ring -b 4K --iters 0", "--iters: must be between 1"}}) {
+    const Outcome bad = gradex("run " + flags);
+    EXPECT_EQ(bad.code, 2) << flags;
+    EXPECT_NE(bad.err.find(named), std::string::npos) << flags << ": " << bad.err;
+  }
+  // Over a file: -b and -e replace its sizes.
+  const fs::path sc = write("f.json", R"({"name": "f", "sizes": [64, 128], "workers": 2,
+      "schemes": ["ring"]})");
+  const Outcome over = gradex("validate " + sc.string() + " -b 1KiB -e 4KiB");
+  ASSERT_EQ(over.code, 0) << over.err;
+  EXPECT_NE(over.out.find("1 runs x 3 sizes"), std::string::npos) << over.out;
+}
+
 TEST_F(Cli, WrongFlagIsBadInput) {
   const Outcome o = gradex("run --frobnicate x.json");
   EXPECT_EQ(o.code, 2);
