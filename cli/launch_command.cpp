@@ -106,6 +106,8 @@ int run_participant(const LaunchEnv& env, const LaunchFlags& f, const RunPlan& p
   const auto reshape = [&](const std::optional<Topology>& t) { endpoint.set_shaping(t); };
   std::vector<ResultRow> rows;
   try {
+    const std::string ranks = describe_group_ranks(endpoint);
+    if (printing) out << ranks << std::flush;
     if (job) {
       const int code = run_train_plan_on_group(plan, *job, endpoint, reshape, out);
       endpoint.close();

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "runner/machine.h"
 #include "runner/train_output.h"
 #include "common/errors.h"
 #include "common/topology.h"
@@ -265,6 +266,7 @@ Command add_train_command(CLI::App& parent) {
             }
             check_train_workload(w, flag_of);
             check_train_memory(w, f->workers, flag_of);
+            std::cout << provenance_line() << "\n";
             const TrainJob job(std::move(w), flag_of);
             job.check_worker_counts({f->workers}, flag_of);
             if (profiled) return run_profiled(*f, job, schemes);

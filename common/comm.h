@@ -40,6 +40,13 @@ inline constexpr std::int64_t kMaxTimeoutMs = 3'600'000;
 // Tags at or above this value are reserved for gradex's own protocol
 // messages (barriers); sub-groups shift user tags below it.
 inline constexpr Tag kReservedTagBase = Tag{1} << 62;
+// gradex's own gathers to rank 0, each on a tag of its own above the
+// barrier's rounds (kReservedTagBase + round), listed here so no two share.
+inline constexpr Tag kMeasureGatherTag = kReservedTagBase + (Tag{1} << 20);
+inline constexpr Tag kTrainGatherTag = kReservedTagBase + (Tag{2} << 20);
+inline constexpr Tag kTraceGatherTag = kReservedTagBase + (Tag{3} << 20);
+inline constexpr Tag kPsTrainGatherTag = kReservedTagBase + (Tag{4} << 20);
+inline constexpr Tag kRankListTag = kReservedTagBase + (Tag{5} << 20);
 
 // Bytes and messages one endpoint moved over links (messages to itself are
 // local copies and are not counted).

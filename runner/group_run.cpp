@@ -1,14 +1,51 @@
 #include "runner/group_run.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <numeric>
 #include <optional>
 
 #include "common/errors.h"
+#include "runner/machine.h"
 #include "runner/execute.h"
 #include "runner/measure_group.h"
 
 namespace gradex {
+
+std::string describe_group_ranks(Comm& comm) {
+  // Each rank's pid and host name in a record of fixed size.
+  struct Place {
+    std::int64_t pid = 0;
+    char host[64] = {};
+  };
+  Place mine;
+  mine.pid = ::getpid();
+  const std::string host = host_name();
+  host.copy(mine.host, sizeof mine.host - 1);
+  if (comm.rank() != 0) {
+    comm.send(0, &mine, sizeof mine, kRankListTag);
+    return {};
+  }
+  std::vector<Place> all(static_cast<std::size_t>(comm.size()));
+  all[0] = mine;
+  std::vector<Request> pending;
+  for (int r = 1; r < comm.size(); ++r) {
+    pending.push_back(comm.irecv(r, &all[static_cast<std::size_t>(r)], sizeof(Place), kRankListTag));
+  }
+  comm.wait_all(pending);
+  std::string lines;
+  for (int r = 0; r < comm.size(); ++r) {
+    const Place& p = all[static_cast<std::size_t>(r)];
+    char line[128];
+    std::snprintf(line, sizeof line, "#  rank %3d pid %7lld on %s\n", r,
+                  static_cast<long long>(p.pid), p.host);
+    lines += line;
+  }
+  return lines;
+}
 
 int group_size(const RunPlan& plan) {
   int n = 1;

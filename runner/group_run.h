@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "common/comm.h"
@@ -16,6 +17,11 @@
 namespace gradex {
 
 // Endpoints the group needs for every run of `plan`.
+// One line per rank of a launched group, as nccl-tests lists its devices:
+// "#  rank   0 pid 1234 on host-a". Every rank calls it; rank 0 gets the
+// lines, the others an empty string.
+std::string describe_group_ranks(Comm& comm);
+
 // Endpoints a launched group needs: the largest run's (PS consistency
 // training: the most workers plus the servers).
 int group_size(const RunPlan& plan);

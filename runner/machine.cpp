@@ -1,6 +1,7 @@
 #include "runner/machine.h"
 
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <ctime>
@@ -65,6 +66,16 @@ std::string gradex_version_text() {
   return std::string("gradex ") + GRADEX_VERSION + " (commit " + GRADEX_COMMIT + ")";
 }
 
+std::string host_name() {
+  utsname u{};
+  return uname(&u) == 0 ? std::string(u.nodename) : std::string();
+}
+
+std::string provenance_line() {
+  return "# " + gradex_version_text() + " on " + host_name() + ", pid " +
+         std::to_string(::getpid()) + ", " + utc_now();
+}
+
 void set_command_line(int argc, const char* const* argv) {
   std::string& line = command_line();
   line.clear();
@@ -82,7 +93,7 @@ nlohmann::json describe_machine() {
   m["libraries"] = library_versions();
   utsname u{};
   if (uname(&u) == 0) {
-    m["hostname"] = u.nodename;
+    m["hostname"] = host_name();
     m["kernel"] = std::string(u.sysname) + " " + u.release;
     m["arch"] = u.machine;
   }

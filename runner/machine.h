@@ -13,6 +13,13 @@ namespace gradex {
 // CMakeLists.txt and the checkout's `git describe` at build time.
 std::string gradex_version_text();
 
+// This host's name ("" when the system does not say).
+std::string host_name();
+
+// "# gradex 0.1.0 (commit ...) on HOST, pid P, 2026-11-24T09:10:00Z": the
+// line every text report opens with, as nccl-tests prints its version.
+std::string provenance_line();
+
 // Records this process's command line for describe_machine() (main() calls
 // it first thing).
 void set_command_line(int argc, const char* const* argv);

@@ -10,11 +10,6 @@
 
 namespace gradex {
 
-namespace {
-// Above the barrier's rounds, below anything a sub-group shifts into.
-constexpr Tag kGatherTag = kReservedTagBase + (Tag{1} << 20);
-}  // namespace
-
 Measurement measure_group(Comm& comm, Scheme& scheme, const MeasureRequest& request) {
   const int endpoints = scheme.endpoints();
   const int workers = scheme.workers();
@@ -40,7 +35,7 @@ Measurement measure_group(Comm& comm, Scheme& scheme, const MeasureRequest& requ
   m.seconds.assign(iters, 0.0);
   m.traffic.resize(static_cast<std::size_t>(endpoints));
   if (r != 0) {
-    comm.send(0, record.data(), record_bytes, kGatherTag);
+    comm.send(0, record.data(), record_bytes, kMeasureGatherTag);
     m.seconds = is_worker ? mine : m.seconds;
     m.wrong = wrong;
     m.traffic[static_cast<std::size_t>(r)] = last;
@@ -50,7 +45,7 @@ Measurement measure_group(Comm& comm, Scheme& scheme, const MeasureRequest& requ
   std::vector<Request> pending;
   for (int p = 1; p < endpoints; ++p) {
     pending.push_back(comm.irecv(p, all[static_cast<std::size_t>(p)].data(), record_bytes,
-                                 kGatherTag));
+                                 kMeasureGatherTag));
   }
   comm.wait_all(pending);
   for (int p = 0; p < endpoints; ++p) {

@@ -36,7 +36,8 @@ std::string describe_link(const LinkSpec& l) {
 void print_preamble(std::ostream& out, const Scenario& s) {
   // The simulator runs each size once, in virtual time: no iterations.
   const bool simulated = s.transport == "sim";
-  out << "# gradex " << (simulated ? "simulate" : "run") << ": " << s.name << "\n";
+  out << "# gradex " << (simulated ? "simulate" : "run") << ": " << s.name << "\n"
+      << provenance_line() << "\n";
   if (!s.description.empty()) out << "# " << s.description << "\n";
   out << "# transport " << s.transport << ", dtype " << dtype_name(s.dtype) << ", op "
       << reduce_op_name(s.op);

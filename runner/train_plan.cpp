@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "runner/exit_codes.h"
+#include "runner/machine.h"
 #include "runner/train_output.h"
 #include "common/errors.h"
 #include "common/units.h"
@@ -105,7 +106,7 @@ void print_train_run_header(std::ostream& out, const PlannedRun& run) {
 }  // namespace
 
 void print_train_preamble(std::ostream& out, const Scenario& sc, const TrainJob& job) {
-  out << "# gradex run: " << sc.name << "\n";
+  out << "# gradex run: " << sc.name << "\n" << provenance_line() << "\n";
   if (!sc.description.empty()) out << "# " << sc.description << "\n";
   out << "# train workload: " << job.describe() << "\n";
   out << "# transport " << sc.transport << "; ";

@@ -55,6 +55,11 @@ TEST_F(Launch, PrintsTheRunTableAndWritesResults) {
     EXPECT_NE(o.find("#wrong"), std::string::npos) << o;
     // 3 workers + 1 dedicated server
     EXPECT_NE(o.find("launched: 4 processes over " + transport), std::string::npos) << o;
+    // nccl-tests' habit: the version, then one line per rank with its pid and host.
+    EXPECT_NE(o.find("# gradex 0."), std::string::npos) << o;
+    for (int r = 0; r < 4; ++r) {
+      EXPECT_NE(o.find("#  rank   " + std::to_string(r) + " pid "), std::string::npos) << o;
+    }
     EXPECT_NE(o.find("Out of bounds values : 0 OK"), std::string::npos) << o;
     EXPECT_NE(o.find("Traffic as declared   : OK"), std::string::npos) << o;
     EXPECT_TRUE(fs::exists(out / "results.csv"));

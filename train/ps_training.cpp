@@ -17,10 +17,6 @@ namespace gradex {
 
 namespace {
 
-// Above the barrier's rounds and the data-parallel trainer's gather tag,
-// below anything a sub-group shifts into.
-constexpr Tag kPsGatherTag = kReservedTagBase + (Tag{3} << 20);
-
 // What a worker reports to rank 0: its summed step times.
 constexpr std::size_t kWorkerWords = 4;
 // What a server reports: the staleness histogram, sum, count and max, and
@@ -71,8 +67,8 @@ void run_server(Comm& comm, const PsTrainConfig& ps, const TrainConfig& config,
   words.push_back(static_cast<std::uint64_t>(stats.count));
   words.push_back(static_cast<std::uint64_t>(stats.max));
   words.push_back(std::bit_cast<std::uint64_t>(static_cast<double>(optimizer->state_bytes())));
-  comm.send(0, words.data(), words.size() * sizeof(std::uint64_t), kPsGatherTag);
-  comm.send(0, shard.data(), shard.size() * sizeof(float), kPsGatherTag);
+  comm.send(0, words.data(), words.size() * sizeof(std::uint64_t), kPsTrainGatherTag);
+  comm.send(0, shard.data(), shard.size() * sizeof(float), kPsTrainGatherTag);
 }
 
 struct WorkerOutcome {
@@ -174,7 +170,7 @@ PsTrainResult ps_train_rank(Comm& comm, const PsTrainConfig& ps, const TrainConf
       std::bit_cast<std::uint64_t>(own.sum.iteration), std::bit_cast<std::uint64_t>(own.sum.compute),
       std::bit_cast<std::uint64_t>(own.sum.comm), std::bit_cast<std::uint64_t>(own.sum.exposed)};
   if (rank != 0) {
-    comm.send(0, mine.data(), kWorkerWords * sizeof(std::uint64_t), kPsGatherTag);
+    comm.send(0, mine.data(), kWorkerWords * sizeof(std::uint64_t), kPsTrainGatherTag);
     return result;
   }
 
@@ -190,14 +186,14 @@ PsTrainResult ps_train_rank(Comm& comm, const PsTrainConfig& ps, const TrainConf
   std::vector<Request> pending;
   for (int w = 1; w < workers; ++w) {
     pending.push_back(comm.irecv(w, times[static_cast<std::size_t>(w)].data(),
-                                 kWorkerWords * sizeof(std::uint64_t), kPsGatherTag));
+                                 kWorkerWords * sizeof(std::uint64_t), kPsTrainGatherTag));
   }
   for (int s = 0; s < ps.servers; ++s) {
     const KeyRange r = layout.shard(count, s);
     pending.push_back(comm.irecv(workers + s, figures[static_cast<std::size_t>(s)].data(),
-                                 kServerWords * sizeof(std::uint64_t), kPsGatherTag));
+                                 kServerWords * sizeof(std::uint64_t), kPsTrainGatherTag));
     pending.push_back(comm.irecv(workers + s, params.data() + r.offset, r.count * sizeof(float),
-                                 kPsGatherTag));
+                                 kPsTrainGatherTag));
   }
   comm.wait_all(pending);
 

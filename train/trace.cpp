@@ -42,7 +42,6 @@ std::string Trace::json_text() const {
 
 void gather_trace(Comm& comm, Trace& trace) {
   // Above the barrier's rounds and the other gathers, below sub-group shifts.
-  constexpr Tag kTraceTag = kReservedTagBase + (Tag{3} << 20);
   if (comm.rank() != 0) {
     nlohmann::json events = nlohmann::json::array();
     for (const TraceEvent& e : trace.events()) {
@@ -50,15 +49,15 @@ void gather_trace(Comm& comm, Trace& trace) {
     }
     const std::string text = events.dump();
     const std::uint64_t bytes = text.size();
-    comm.send(0, &bytes, sizeof bytes, kTraceTag);
-    comm.send(0, text.data(), text.size(), kTraceTag);
+    comm.send(0, &bytes, sizeof bytes, kTraceGatherTag);
+    comm.send(0, text.data(), text.size(), kTraceGatherTag);
     return;
   }
   for (int p = 1; p < comm.size(); ++p) {
     std::uint64_t bytes = 0;
-    comm.recv(p, &bytes, sizeof bytes, kTraceTag);
+    comm.recv(p, &bytes, sizeof bytes, kTraceGatherTag);
     std::string text(bytes, '\0');
-    comm.recv(p, text.data(), text.size(), kTraceTag);
+    comm.recv(p, text.data(), text.size(), kTraceGatherTag);
     for (const auto& e : nlohmann::json::parse(text)) {
       trace.add({e[0].get<std::string>(), e[1].get<int>(), e[2].get<int>(), e[3].get<double>(),
                  e[4].get<double>()});

@@ -16,10 +16,6 @@ namespace gradex {
 
 namespace {
 
-// Above the barrier's rounds and the benchmark's gather tag, below anything
-// a sub-group shifts into.
-constexpr Tag kTrainGatherTag = kReservedTagBase + (Tag{2} << 20);
-
 void check(const TrainConfig& c, int workers) {
   if (workers < 1) throw ConfigError("workers", "need at least one worker");
   if (c.batch < 1) throw ConfigError("batch", "must be at least 1");
