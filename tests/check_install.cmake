@@ -6,7 +6,8 @@ if(failed)
   message(FATAL_ERROR "cmake --install failed")
 endif()
 foreach(path bin/gradex share/gradex/scenarios/quickstart.json share/doc/gradex/README.md
-        share/doc/gradex/LICENSE share/doc/gradex/architecture.md)
+        share/doc/gradex/LICENSE share/doc/gradex/architecture.md
+        share/doc/gradex/calibration.md share/gradex/calibration/reference_points.json)
   if(NOT EXISTS "${PREFIX}/${path}")
     message(FATAL_ERROR "not installed: ${path}")
   endif()
