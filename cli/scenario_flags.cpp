@@ -58,6 +58,10 @@ void add_unshaped_flag(CLI::App& cmd, ScenarioFlags& flags) {
                "shaped with tc between hosts)");
 }
 
+std::string scenario_label(const ScenarioFlags& flags) {
+  return flags.scenario.empty() ? "(flags)" : flags.scenario;
+}
+
 FieldNamer workload_fields(const ScenarioFlags& flags) {
   return [path = flags.scenario](const std::string& key) { return path + "#/workload/" + key; };
 }
@@ -133,7 +137,7 @@ Scenario parse_with_fields(const ScenarioFlags& flags) {
     if (flags.scenario.empty()) {
       // A field no flag wrote: without a file, a flag is missing.
       if (e.field() == "/sizes") throw ConfigError("-b", "missing: give -b (and -e, -f) or a scenario file");
-      throw ConfigError("(flags)#" + e.field(), e.reason());
+      throw ConfigError(scenario_label(flags) + "#" + e.field(), e.reason());
     }
     throw ConfigError(flags.scenario + "#" + e.field(), e.reason());
   }
@@ -206,8 +210,7 @@ RunPlan load_plan(const ScenarioFlags& flags) {
   } catch (const ConfigError& e) {
     // Checks after parsing name a JSON pointer alone; flags name themselves.
     if (e.field().rfind('/', 0) != 0) throw;
-    const std::string file = flags.scenario.empty() ? "(flags)" : flags.scenario;
-    throw ConfigError(file + "#" + e.field(), e.reason());
+    throw ConfigError(scenario_label(flags) + "#" + e.field(), e.reason());
   }
 }
 

@@ -46,6 +46,8 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags, bool with_fields = 
 void add_field_flags(CLI::App& cmd, ScenarioFlags& flags);
 // --unshaped, for the subcommands that move real bytes (run, launch).
 void add_unshaped_flag(CLI::App& cmd, ScenarioFlags& flags);
+// The scenario file's path, or "(flags)" for a scenario made of flags.
+std::string scenario_label(const ScenarioFlags& flags);
 // Throws ConfigError naming the scenario field ("x.json#/sizes/0") or the
 // flag at fault.
 RunPlan load_plan(const ScenarioFlags& flags);

@@ -22,10 +22,10 @@ Command add_validate_command(CLI::App& parent) {
               const std::size_t runs = t->consistency.empty()
                                            ? plan.runs.size()
                                            : plan.scenario.workers.size() * t->consistency.size();
-              std::cout << flags->scenario << ": valid (train workload: " << runs << " runs)\n";
+              std::cout << scenario_label(*flags) << ": valid (train workload: " << runs << " runs)\n";
               return kExitOk;
             }
-            std::cout << flags->scenario << ": valid (" << plan.runs.size() << " runs x "
+            std::cout << scenario_label(*flags) << ": valid (" << plan.runs.size() << " runs x "
                       << plan.scenario.sizes.size() << " sizes)\n";
             return kExitOk;
           }};
