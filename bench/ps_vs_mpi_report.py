@@ -16,20 +16,9 @@ import os
 import re
 import sys
 
+from transports_report import human, median  # this folder's sibling report
+
 BASELINE = "mpi_reduce_bcast"
-
-
-def median(values):
-    v = sorted(values)
-    mid = len(v) // 2
-    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
-
-
-def human(nbytes):
-    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if nbytes >= scale and nbytes % scale == 0:
-            return f"{nbytes // scale} {unit}"
-    return f"{nbytes} B"
 
 
 def load(runs):

@@ -8,6 +8,19 @@
 
 namespace gradex::transport {
 
+std::size_t first_delivered(std::span<RequestState* const> states) {
+  std::size_t pick = states.size();
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    const auto& op = static_cast<const Op&>(*states[i]);
+    if (op.finished() &&
+        (pick == states.size() || op.not_before < static_cast<const Op&>(*states[pick]).not_before)) {
+      pick = i;
+    }
+  }
+  return pick;
+}
+
+
 namespace {
 
 // A message may sit anywhere in a transport's buffer (libzmq places

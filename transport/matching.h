@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -57,6 +58,11 @@ struct Op : RequestState {
   }
 };
 using OpPtr = std::shared_ptr<Op>;
+
+// For a wait on several operations (Comm::wait_any): of those that have
+// finished, the one the shaped network delivers first (the smallest
+// not_before); states.size() when none has. Every state is an Op.
+std::size_t first_delivered(std::span<RequestState* const> states);
 
 // Builds a posted operation; `T` is Op or a transport's extension of it.
 template <class T = Op>

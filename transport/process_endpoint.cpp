@@ -172,19 +172,7 @@ std::size_t ProcessEndpoint::wait_any_state(std::span<RequestState* const> state
   Clock& wall = wall_clock();
   const double started = wall.now();
   const double deadline = started + seconds(options_.timeout);
-  // Of the finished operations, the one the shaped network delivers first.
-  auto first_done = [&]() -> std::size_t {
-    std::size_t pick = states.size();
-    for (std::size_t i = 0; i < states.size(); ++i) {
-      const auto& op = static_cast<Op&>(*states[i]);
-      if (op.finished() &&
-          (pick == states.size() || op.not_before < static_cast<Op&>(*states[pick]).not_before)) {
-        pick = i;
-      }
-    }
-    return pick;
-  };
-  auto over = [&] { return first_done() < states.size() || failed() || closed_; };
+  auto over = [&] { return first_delivered(states) < states.size() || failed() || closed_; };
   // Poll without sleeping first, yielding the core between polls: a message
   // that arrives within `spin` is taken without putting this process to
   // sleep and waking it again, which costs tens of microseconds (more on a
@@ -199,7 +187,7 @@ std::size_t ProcessEndpoint::wait_any_state(std::span<RequestState* const> state
     }
   }
   while (!over() && wall.now() < deadline) progress(deadline);
-  const std::size_t pick = first_done();
+  const std::size_t pick = first_delivered(states);
   const Op& op = static_cast<Op&>(*states[pick < states.size() ? pick : 0]);
   if (pick < states.size()) {
     if (!op.error.empty()) throw InvariantError(detail::concat("rank ", rank_, ": ", op.error));

@@ -132,15 +132,7 @@ class InprocComm final : public Comm {
       }
     }
     if (world_.aborted.load() && !any_finished()) world_.throw_aborted(rank_);
-    // Of the finished operations, the one the shaped network delivers first.
-    std::size_t pick = states.size();
-    for (std::size_t i = 0; i < states.size(); ++i) {
-      const auto& op = static_cast<Op&>(*states[i]);
-      if (op.finished() &&
-          (pick == states.size() || op.not_before < static_cast<Op&>(*states[pick]).not_before)) {
-        pick = i;
-      }
-    }
+    const std::size_t pick = transport::first_delivered(states);
     auto& op = static_cast<Op&>(*states[pick]);
     if (!op.error.empty()) throw InvariantError(op.error);
     // Shaped: the message is not through the modelled NIC yet. That wait
