@@ -29,8 +29,16 @@ class TrainingServer {
  public:
   TrainingServer(Comm& comm, const TrainingServerPlan& plan, std::span<float> shard,
                  const ApplyGradient& apply)
-      : comm_(comm), plan_(plan), shard_(shard), apply_(apply), w_(static_cast<std::size_t>(plan.workers)),
-        pushes_(w_), replies_(w_), reply_sent_(w_), seen_(w_, 0), pushed_(w_, 0),
+      : comm_(comm),
+        plan_(plan),
+        shard_(shard),
+        apply_(apply),
+        w_(static_cast<std::size_t>(plan.workers)),
+        pushes_(w_),
+        replies_(w_),
+        reply_sent_(w_),
+        seen_(w_, 0),
+        pushed_(w_, 0),
         held_(w_, false) {
     for (std::size_t w = 0; w < w_; ++w) {
       pushes_[w].assign(shard.size(), 0.0f);
