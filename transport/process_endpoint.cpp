@@ -43,7 +43,7 @@ std::shared_ptr<RequestState> ProcessEndpoint::start_send(int peer, const void* 
   auto op = make_send(rank_, peer, data, bytes, tag);
   if (peer == rank_) {
     // A message to oneself is a local copy, matched here.
-    auto copy = std::make_shared<std::byte[]>(bytes);
+    auto copy = std::make_shared_for_overwrite<std::byte[]>(bytes);  // overwritten next
     if (bytes > 0) std::memcpy(copy.get(), data, bytes);
     auto early = std::make_shared<Early>();
     early->data = copy.get();

@@ -179,7 +179,8 @@ struct TcpEndpoint::Impl {
       l.in = Inbound::discard;
     } else {
       // The length was checked against max_message_bytes before this.
-      auto bytes = std::make_shared<std::byte[]>(h.length);
+      // Not zeroed: every byte is read into it before anyone looks.
+      auto bytes = std::make_shared_for_overwrite<std::byte[]>(h.length);
       l.early = std::make_shared<Early>();
       l.early->data = bytes.get();
       l.early->storage = std::move(bytes);
