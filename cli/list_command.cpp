@@ -1,6 +1,6 @@
 // gradex list: the registered schemes in registry order, then the link
-// presets a scenario's network can name, each in a column as wide as its
-// longest name.
+// and node presets a scenario's network can name, each in a column as wide
+// as its longest name.
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "config/link_presets.h"
+#include "config/node_presets.h"
 #include "schemes/registry.h"
 
 namespace gradex::cli {
@@ -40,7 +41,7 @@ std::string describe_preset(const LinkPreset& p) {
 }  // namespace
 
 Command add_list_command(CLI::App& parent) {
-  CLI::App* cmd = parent.add_subcommand("list", "list the registered schemes and the link presets");
+  CLI::App* cmd = parent.add_subcommand("list", "list the registered schemes and the link and node presets");
   return {cmd, [] {
             std::cout << "schemes:\n";
             print_column(scheme_registry(), [](const auto& e) { return e.name; },
@@ -48,6 +49,14 @@ Command add_list_command(CLI::App& parent) {
             std::cout << "link presets (\"network\": {\"inter_node\": NAME}), rates one way:\n";
             print_column(link_presets(), [](const LinkPreset& p) { return std::string(p.name); },
                          [](const LinkPreset& p) { return describe_preset(p); });
+            std::cout << "node presets (\"network\": {\"node\": NAME}):\n";
+            print_column(node_presets(), [](const NodePreset& p) { return std::string(p.name); },
+                         [](const NodePreset& p) {
+                           return std::string(p.hardware) + ": " + std::to_string(p.gpus) +
+                                  " ranks per node, intra_node " + std::string(p.intra_node) +
+                                  ", inter_node " + std::string(p.inter_node) +
+                                  (p.nic_per_node ? ", one NIC per node" : ", one NIC per rank");
+                         });
             return kExitOk;
           }};
 }

@@ -48,6 +48,7 @@ void add_field_flags(CLI::App& cmd, ScenarioFlags& flags) {
   cmd.add_option("--link", f.link, "inter-node link: a rate (1GB/s, 10Gbps) or a preset name");
   cmd.add_option("--latency", f.latency, "inter-node latency, e.g. 20us (with --link as a rate)");
   cmd.add_option("--intra-link", f.intra_link, "intra-node link: a rate or a preset name");
+  cmd.add_option("--node", f.node, "a node preset (gradex list): its ranks per node, links and NICs");
   cmd.add_option("--segment", f.segment, "pipelining segment, e.g. 1MiB");
   cmd.add_option("--straggler-ms", f.straggler_ms, "the last worker starts each iteration late");
 }
@@ -112,6 +113,7 @@ std::vector<FieldWrite> field_writes(const FieldFlags& f) {
   if (!f.intra_link.empty()) {
     w.push_back({"--intra-link", P("/network/intra_node"), link_value(f.intra_link, "")});
   }
+  if (!f.node.empty()) w.push_back({"--node", P("/network/node"), f.node});
   if (!f.segment.empty()) w.push_back({"--segment", P("/segment_bytes"), f.segment});
   if (f.straggler_ms >= 0) w.push_back({"--straggler-ms", P("/straggler_ms"), f.straggler_ms});
   return w;

@@ -23,6 +23,7 @@ struct FieldFlags {
   std::string dtype, op;
   int ranks_per_node = 0;
   std::string link, latency, intra_link;  // /network/inter_node, /network/intra_node
+  std::string node;                       // /network/node
   std::string segment;                    // /segment_bytes
   double straggler_ms = -1;
 };

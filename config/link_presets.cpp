@@ -1,6 +1,6 @@
 #include "config/link_presets.h"
 
-#include "common/errors.h"
+#include "config/preset_lookup.h"
 
 namespace gradex {
 
@@ -82,12 +82,7 @@ const std::vector<LinkPreset>& link_presets() {
 }
 
 LinkSpec find_link_preset(std::string_view name, const std::string& field) {
-  std::string known;
-  for (const LinkPreset& p : link_presets()) {
-    if (p.name == name) return p.link;
-    known += (known.empty() ? "" : ", ") + std::string(p.name);
-  }
-  throw ConfigError(field, "unknown link preset '" + std::string(name) + "' (known: " + known + ")");
+  return find_preset(link_presets(), name, field, "link").link;
 }
 
 }  // namespace gradex

@@ -9,6 +9,7 @@
 #include "config/json_file.h"
 #include "config/json_reader.h"
 #include "config/link_presets.h"
+#include "config/node_presets.h"
 #include "transport/options.h"
 
 namespace gradex {
@@ -127,6 +128,30 @@ LinkSpec read_link(JsonReader& parent, const std::string& key, bool& present) {
   link.reject_unknown();
   check_link_range(spec, link.child("bandwidth"), link.child("latency"));
   return spec;
+}
+
+// "node": "dgx_h100" (config/node_presets.h) fixes the GPUs per node,
+// both links and where the NICs sit: a field that says one of them again
+// would be overridden or would contradict it, so it is refused.
+void read_node(JsonReader& net, const JsonReader& root, Scenario& s) {
+  const NodePreset& node = find_node_preset(net.string("node", ""), net.child("node"));
+  for (const char* key : {"intra_node", "inter_node", "nic_per_node"}) {
+    if (net.has(key)) {
+      throw ConfigError(net.child(key), "the node preset '" + std::string(node.name) +
+                                            "' fixes it: give the node or the links, not both");
+    }
+  }
+  if (root.has("ranks_per_node")) {
+    throw ConfigError(root.child("ranks_per_node"),
+                      "the node preset '" + std::string(node.name) + "' fixes it (" +
+                          std::to_string(node.gpus) + " GPUs per node): give one or the other");
+  }
+  s.ranks_per_node = node.gpus;
+  s.network.node = node.name;
+  s.network.shaped = true;
+  s.network.intra_node = find_link_preset(node.intra_node, net.child("node"));
+  s.network.inter_node = find_link_preset(node.inter_node, net.child("node"));
+  s.network.nic_per_node = node.nic_per_node;
 }
 
 // A buffer holds whole elements: rounding 4097 bytes of f32 down to 4096
@@ -258,9 +283,13 @@ Scenario parse_scenario(const nlohmann::json& document) {
 
   if (root.has("network")) {
     JsonReader net = root.object("network");
-    s.network.intra_node = read_link(net, "intra_node", s.network.shaped);
-    s.network.inter_node = read_link(net, "inter_node", s.network.shaped);
-    s.network.nic_per_node = net.boolean("nic_per_node", false);
+    if (net.has("node")) {
+      read_node(net, root, s);
+    } else {
+      s.network.intra_node = read_link(net, "intra_node", s.network.shaped);
+      s.network.inter_node = read_link(net, "inter_node", s.network.shaped);
+      s.network.nic_per_node = net.boolean("nic_per_node", false);
+    }
     net.reject_unknown();
     if (!s.network.shaped) {
       throw ConfigError("/network", "give intra_node and/or inter_node links (or drop 'network')");

@@ -31,6 +31,7 @@ struct NetworkConfig {
   LinkSpec intra_node;  // unlimited unless given
   LinkSpec inter_node;
   bool nic_per_node = false;
+  std::string node;  // the node preset the network came from, if any
 };
 
 struct Scenario {

@@ -46,7 +46,9 @@ void print_preamble(std::ostream& out, const Scenario& s) {
   if (s.slice_bytes > 0) out << ", ring slice " << format_bytes(static_cast<double>(s.slice_bytes));
   out << "\n";
   if (s.network.shaped) {
-    out << "# network (shaped): ranks per node " << s.ranks_per_node << "; intra-node "
+    out << "# network (shaped): ";
+    if (!s.network.node.empty()) out << s.network.node << " nodes, ";
+    out << "ranks per node " << s.ranks_per_node << "; intra-node "
         << describe_link(s.network.intra_node) << "; inter-node "
         << describe_link(s.network.inter_node)
         << (s.network.nic_per_node ? "; one NIC per node" : "; one NIC per endpoint") << "\n";

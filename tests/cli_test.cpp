@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/link_presets.h"
+#include "config/node_presets.h"
 #include "process_fixture.h"
 #include "schemes/registry.h"
 
@@ -25,7 +26,7 @@ using gradex::testing::Outcome;
 
 class Cli : public gradex::testing::ProcessTest {};
 
-// Every registered scheme and every link preset, each name on its own line
+// Every registered scheme and every link and node preset, each name on its own line
 // and set apart from its description (a name as long as the column once ran
 // into its text: "recursive_doublingrecursive doubling").
 TEST_F(Cli, ListNamesEverySchemeAndPresetInAColumn) {
@@ -34,6 +35,7 @@ TEST_F(Cli, ListNamesEverySchemeAndPresetInAColumn) {
   std::vector<std::string> names;
   for (const auto& e : gradex::scheme_registry()) names.emplace_back(e.name);
   for (const auto& p : gradex::link_presets()) names.emplace_back(p.name);
+  for (const auto& p : gradex::node_presets()) names.emplace_back(p.name);
   for (const std::string& name : names) {
     EXPECT_NE(o.out.find("\n  " + name + "  "), std::string::npos) << name << " in\n" << o.out;
   }
@@ -104,6 +106,15 @@ TEST_F(Cli, ResultsHoldTheEffectiveScenarioAndTheirProvenance) {
   EXPECT_EQ(gradex("validate " + write("sim.json", sim.dump()).string()).code, 0);
 }
 
+// --node names a machine: its ranks per node and links reach the run,
+// which says which node it modelled.
+TEST_F(Cli, ANodePresetFromAFlagShapesTheRun) {
+  const Outcome o = gradex("simulate -s hierarchical -n 16 -b 1MiB --node dgx_a100 --no-output");
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("dgx_a100 nodes, ranks per node 8; intra-node 300 GB/s"), std::string::npos)
+      << o.out;
+}
+
 // nccl-tests' habit: a run from flags alone. The scenario it embeds holds
 // every field the flags set and re-runs to the same plan; a bad value
 // names the flag that gave it; a field flag over a file overrides it.
@@ -126,6 +137,9 @@ TEST_F(Cli, FlagsAloneMakeTheScenario) {
            {"-s ring -b 4K -e 1K", "-e: must not be below"},
            {"-s ring -b 4K --link moon", "--link: unknown link preset 'moon'"},
            {"-s ring -b 4K --latency 5us", "--latency: applies with --link only"},
+           {"-s ring -b 4K --node dgx_h100 --link 1GB/s", "--link: the node preset 'dgx_h100' fixes it"},
+           {"-s ring -b 4K --node dgx_h100 --ranks-per-node 4", "--ranks-per-node: the node preset"},
+           {"-s ring -b 4K --node moon", "--node: unknown node preset 'moon'"},
            {"-s ring -b 4K --iters 0", "--iters: must be between 1"}}) {
     const Outcome bad = gradex("run " + flags);
     EXPECT_EQ(bad.code, 2) << flags;

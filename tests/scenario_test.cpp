@@ -7,6 +7,8 @@
 
 #include "common/errors.h"
 #include "config/json_file.h"
+#include "config/link_presets.h"
+#include "config/node_presets.h"
 #include "config/scenario.h"
 #include "runner/group_run.h"
 #include "runner/plan.h"
@@ -121,6 +123,11 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"net_latency_1e300", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"bandwidth": 1e9, "latency": 1e300}}})", "/network/inter_node/latency"},
         Malformed{"net_protocols_no_preset", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"bandwidth": "1GB/s", "protocols": false}}})", "/network/inter_node/protocols"},
         Malformed{"net_protocols_type", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"preset": "ib_hdr_200g", "protocols": "no"}}})", "/network/inter_node/protocols"},
+        Malformed{"node_unknown", R"({"name": "x", "sizes": [4], "network": {"node": "dgx_z"}})", "/network/node"},
+        Malformed{"node_and_link", R"({"name": "x", "sizes": [4], "network": {"node": "dgx_h100", "inter_node": "ib_hdr_200g"}})", "/network/inter_node"},
+        Malformed{"node_and_nic", R"({"name": "x", "sizes": [4], "network": {"node": "dgx_a100", "nic_per_node": true}})", "/network/nic_per_node"},
+        Malformed{"node_and_ranks", R"({"name": "x", "sizes": [4], "ranks_per_node": 4, "network": {"node": "dgx_a100"}})", "/ranks_per_node"},
+        Malformed{"node_type", R"({"name": "x", "sizes": [4], "network": {"node": 8}})", "/network/node"},
         Malformed{"net_preset_latency", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"preset": "ib_hdr_200g", "latency": "11s"}}})", "/network/inter_node/latency"},
         // Whole elements only: 4097 B of f32 would silently run as 4096.
         Malformed{"size_partial_f32", R"({"name": "x", "sizes": [4096, 4097]})", "/sizes/1"},
@@ -131,6 +138,33 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"size_max", R"({"name": "x", "sizes": [4, 18446744073709551612]})", "/sizes/1"},
         Malformed{"sweep_terabyte", R"({"name": "x", "sizes": {"from": "1GiB", "to": "1TiB"}})", "/sizes/to"}),
     [](const auto& info) { return std::string(info.param.label); });
+
+// A node preset stands for its GPUs per node, both links and one NIC per
+// GPU, each the same as the link presets it names.
+TEST(Scenario, ANodePresetSetsRanksLinksAndNics) {
+  const auto s = parse_scenario(nlohmann::json::parse(
+      R"({"name": "t", "sizes": [4], "network": {"node": "dgx_h100"}})"));
+  EXPECT_EQ(s.ranks_per_node, 8);
+  EXPECT_TRUE(s.network.shaped);
+  EXPECT_FALSE(s.network.nic_per_node);
+  EXPECT_EQ(s.network.node, "dgx_h100");
+  EXPECT_DOUBLE_EQ(s.network.intra_node.bytes_per_second,
+                   find_link_preset("h100_nvlink", "").bytes_per_second);
+  EXPECT_DOUBLE_EQ(s.network.inter_node.bytes_per_second,
+                   find_link_preset("ib_ndr_400g", "").bytes_per_second);
+  EXPECT_EQ(s.network.inter_node.protocols.size(), 1u);
+  const auto a = parse_scenario(nlohmann::json::parse(
+      R"({"name": "t", "sizes": [4], "network": {"node": "dgx_a100"}})"));
+  EXPECT_DOUBLE_EQ(a.network.intra_node.bytes_per_second,
+                   find_link_preset("a100_nvlink", "").bytes_per_second);
+  EXPECT_DOUBLE_EQ(a.network.inter_node.bytes_per_second,
+                   find_link_preset("ib_hdr_200g", "").bytes_per_second);
+  for (const NodePreset& p : node_presets()) {
+    // Every preset's links exist (a typo would only surface when used).
+    EXPECT_NO_THROW(find_link_preset(p.intra_node, std::string(p.name)));
+    EXPECT_NO_THROW(find_link_preset(p.inter_node, std::string(p.name)));
+  }
+}
 
 TEST(Scenario, AMisspeltKeyOrSchemeGetsASuggestion) {
   const auto error_of = [](const char* text) {
