@@ -47,7 +47,7 @@ void print_line(std::ostream& out, const ResultRow& r, double wall_seconds) {
       << std::setw(10) << fixed("%.2f", r.busbw / 1e9) << std::setw(8)
       << (r.utilisation < 0 ? std::string("-") : fixed("%.1f", r.utilisation * 100))
       << std::setw(11) << fixed("%.1f", wall_seconds * 1e3)
-      << (r.traffic_matches ? "" : "  traffic differs from the scheme's model") << "\n";
+      << row_notes(r) << "\n";
   out.flush();
 }
 

@@ -24,6 +24,7 @@
 #include "common/clock.h"
 #include "common/dtype.h"
 #include "common/reduce.h"
+#include "common/topology.h"
 
 namespace gradex {
 
@@ -94,6 +95,10 @@ class Comm {
   // True when the transport moves sizes only (a simulator's phantom
   // buffers): schemes then allocate no payload memory of their own.
   virtual bool phantom_payloads() const { return false; }
+  // The modelled network this group's messages are timed on (shaped links,
+  // the simulator's), if any: what a scheme that chooses by the cost model
+  // (auto) must model. A sub-group has none of its own.
+  virtual const Topology* shaping() const { return nullptr; }
 
   Request isend(int peer, const void* data, std::size_t bytes, Tag tag);
   Request irecv(int peer, void* data, std::size_t bytes, Tag tag);
@@ -121,6 +126,9 @@ class Comm {
 
   const Traffic& traffic() const { return traffic_; }
   void reset_traffic() { traffic_ = {}; }
+  // Puts back a count taken earlier: what a scheme sends to decide how to
+  // run (auto's trials) is not the exchange's traffic.
+  void restore_traffic(const Traffic& counted) { traffic_ = counted; }
 
  protected:
   virtual std::shared_ptr<RequestState> start_send(int peer, const void* data,

@@ -66,6 +66,9 @@ class Scheme {
   // `topology` (endpoints() endpoints): what the simulator must reproduce
   // where no two flows share a port, and the "model" column of reports.
   virtual double model_time(std::size_t bytes, const Topology& topology) const = 0;
+  // A scheme that delegates (auto): the scheme it ran at `bytes`; empty
+  // for every other scheme, or before it has run at that size.
+  virtual std::string chosen_for(std::size_t /*bytes*/) const { return {}; }
 
  private:
   SchemeOptions options_;

@@ -28,6 +28,7 @@ struct ResultRow {
   std::size_t wrong = 0;
   bool checked = true;            // false: nothing was checked, `wrong` is empty
   std::string source = "measured";  // or "simulated" (virtual time)
+  std::string chose;                // auto: the scheme it ran at this size
   // Link bytes sent by all endpoints / (summed egress capacity x time);
   // negative when the network is unshaped (no capacity to compare with).
   double utilisation = -1;

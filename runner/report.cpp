@@ -79,6 +79,11 @@ void print_run_header(std::ostream& out, const PlannedRun& run) {
       << std::setw(8) << "" << std::setw(8) << "(%)" << "\n";
 }
 
+std::string row_notes(const ResultRow& r) {
+  return (r.chose.empty() ? "" : "  (ran " + r.chose + ")") +
+         std::string(r.traffic_matches ? "" : "  traffic differs from the scheme's model");
+}
+
 void print_row(std::ostream& out, const ResultRow& r) {
   out << std::setw(12) << r.bytes << std::setw(12) << r.count << std::setw(10)
       << dtype_table_name(r.dtype) << std::setw(7) << reduce_op_name(r.op) << std::setw(12)
@@ -86,7 +91,7 @@ void print_row(std::ostream& out, const ResultRow& r) {
       << std::setw(11) << fmt("%.1f", r.time_max * 1e6) << std::setw(9)
       << fmt("%.3f", r.algbw / 1e9) << std::setw(9) << fmt("%.3f", r.busbw / 1e9) << std::setw(8)
       << (r.checked ? std::to_string(r.wrong) : "-") << std::setw(8) << (r.utilisation < 0 ? "-" : fmt("%.1f", r.utilisation * 100))
-      << (r.traffic_matches ? "" : "  traffic differs from the scheme's model") << "\n";
+      << row_notes(r) << "\n";
   out.flush();
 }
 
@@ -157,7 +162,7 @@ std::string results_csv(const std::vector<ResultRow>& rows) {
   std::ostringstream out;
   out << "scheme,workers,endpoints,bytes,count,dtype,op,time_s,time_min_s,time_max_s,algbw_Bps,"
          "busbw_Bps,wrong,utilisation,link_bytes,expected_link_bytes,traffic_matches,model_time_s,"
-         "source\n";
+         "source,chose\n";
   out << std::setprecision(9);
   for (const ResultRow& r : rows) {
     out << r.scheme << ',' << r.workers << ',' << r.endpoints << ',' << r.bytes << ',' << r.count
@@ -167,7 +172,8 @@ std::string results_csv(const std::vector<ResultRow>& rows) {
     out << ',';
     if (r.utilisation >= 0) out << r.utilisation;
     out << ',' << r.link_bytes << ',' << r.expected_link_bytes << ','
-        << (r.traffic_matches ? "true" : "false") << ',' << r.model_time << ',' << r.source << '\n';
+        << (r.traffic_matches ? "true" : "false") << ',' << r.model_time << ',' << r.source << ','
+        << r.chose << '\n';
   }
   return out.str();
 }
@@ -191,6 +197,7 @@ nlohmann::json results_json(const Scenario& s, const std::vector<ResultRow>& row
         {"traffic_matches", r.traffic_matches}, {"model_time_s", r.model_time}};
     row["utilisation"] = r.utilisation >= 0 ? nlohmann::json(r.utilisation) : nlohmann::json();
     row["wrong"] = r.checked ? nlohmann::json(r.wrong) : nlohmann::json();
+    row["chose"] = r.chose.empty() ? nlohmann::json() : nlohmann::json(r.chose);
     auto& per = row["traffic"] = nlohmann::json::array();
     for (const Traffic& t : r.traffic) {
       per.push_back({{"bytes_sent", t.bytes_sent},

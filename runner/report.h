@@ -16,6 +16,9 @@ namespace gradex {
 void print_preamble(std::ostream& out, const Scenario& scenario);
 void print_run_header(std::ostream& out, const PlannedRun& run);
 void print_row(std::ostream& out, const ResultRow& row);
+// What a table line says after its figures: the scheme auto ran, a
+// traffic count that differs from the scheme's declared one.
+std::string row_notes(const ResultRow& row);
 // Cross-scheme comparison at the largest size, bus bandwidth averages and
 // the correctness verdict.
 void print_summary(std::ostream& out, const Scenario& scenario, const std::vector<ResultRow>& rows);

@@ -10,6 +10,7 @@
 #include "common/errors.h"
 #include "common/spelling.h"
 #include "ps/parameter_server.h"
+#include "schemes/auto_scheme.h"
 
 namespace gradex {
 
@@ -67,6 +68,10 @@ std::vector<SchemeEntry> build_registry() {
                  o.placement = ServerPlacement::colocated;
                  return std::make_unique<ParameterServerScheme>(o);
                }});
+  r.push_back({"auto",
+               "per size, the fastest of the schemes that run on the workers alone: the cost "
+               "model's pick on a modelled network, else each measured once per size",
+               [](const SchemeOptions& o) { return std::make_unique<AutoScheme>(o); }});
   for (BaselineScheme& b : mpi_baselines()) {
     r.push_back({std::move(b.name), std::move(b.summary), std::move(b.make),
                  /*needs_mpi_job=*/true, &mpi_job_active});

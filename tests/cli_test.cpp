@@ -115,6 +115,27 @@ TEST_F(Cli, ANodePresetFromAFlagShapesTheRun) {
       << o.out;
 }
 
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// auto says on each line which scheme it ran, and the CSV keeps it.
+TEST_F(Cli, AutoNamesTheSchemeItRanAtEachSize) {
+  const fs::path out = dir_ / "auto";
+  const Outcome o = gradex("run -s auto -n 3 -b 8 -e 8KiB -f 32 --iters 2 -o " + out.string());
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(count_of(o.out, "  (ran "), 3u) << o.out;
+  const std::string csv = slurp(out / "results.csv");
+  const auto rows = count_of(csv, "\nauto,");
+  EXPECT_EQ(rows, 3u) << csv;
+  for (const auto& e : gradex::scheme_registry()) {
+    if (e.name != "auto" && csv.find(",measured," + e.name + "\n") != std::string::npos) return;
+  }
+  ADD_FAILURE() << "no row names a registered scheme in 'chose':\n" << csv;
+}
+
 // nccl-tests' habit: a run from flags alone. The scenario it embeds holds
 // every field the flags set and re-runs to the same plan; a bad value
 // names the flag that gave it; a field flag over a file overrides it.

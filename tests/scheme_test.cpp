@@ -15,8 +15,7 @@ namespace {
 
 using testing::options_for;
 
-Measurement run(const std::string& name, int n, std::size_t count, DType dtype, ReduceOp op) {
-  auto scheme = make_scheme(name, options_for(n));
+Measurement run(Scheme& scheme, std::size_t count, DType dtype, ReduceOp op) {
   MeasureRequest req;
   req.count = count;
   req.dtype = dtype;
@@ -27,7 +26,12 @@ Measurement run(const std::string& name, int n, std::size_t count, DType dtype, 
   req.warmup_iters = 0;
   req.iters = count > (std::size_t{1} << 16) ? 1 : 2;
   req.options = testing::transport_options();
-  return measure(*scheme, req);
+  return measure(scheme, req);
+}
+
+Measurement run(const std::string& name, int n, std::size_t count, DType dtype, ReduceOp op) {
+  auto scheme = make_scheme(name, options_for(n));
+  return run(*scheme, count, dtype, op);
 }
 
 
@@ -39,9 +43,10 @@ TEST_P(SchemeSizes, MatchesReferenceAndDeclaredTraffic) {
   const auto& [name, n, count_param] = GetParam();
   // count_param == -1 stands for the "n*k + 3" count (not divisible by n).
   const std::size_t count = count_param == static_cast<std::size_t>(-1) ? n * 37 + 3 : count_param;
-  const Measurement m = run(name, n, count, DType::f32, ReduceOp::sum);
-  EXPECT_EQ(m.wrong, 0u);
+  // The scheme that ran declares the traffic: auto's is its choice's.
   auto scheme = make_scheme(name, options_for(n));
+  const Measurement m = run(*scheme, count, DType::f32, ReduceOp::sum);
+  EXPECT_EQ(m.wrong, 0u);
   ASSERT_EQ(static_cast<int>(m.traffic.size()), scheme->endpoints());
   for (int e = 0; e < scheme->endpoints(); ++e) {
     const Traffic want = scheme->expected_traffic(e, count, DType::f32);
@@ -123,6 +128,29 @@ TEST(SlicedRing, MatchesReferenceAndDeclaredTraffic) {
         }
       }
     }
+  }
+}
+
+// Unshaped, auto measures: the first call at a size times every candidate
+// and every rank settles on the same one (each rank's sums are checked,
+// and a disagreement would mismatch messages and time out). Its trials are
+// not counted as traffic: the one call's count is the chosen scheme's.
+TEST(Auto, UnshapedItMeasuresOncePerSizeAndAllRanksAgree) {
+  auto scheme = make_scheme("auto", options_for(4));
+  for (std::size_t count : {std::size_t{16}, std::size_t{1} << 18}) {
+    const std::size_t bytes = count * 4;
+    EXPECT_EQ(scheme->chosen_for(bytes), "");
+    const Measurement m = run(*scheme, count, DType::f32, ReduceOp::sum);
+    EXPECT_EQ(m.wrong, 0u);
+    const std::string chose = scheme->chosen_for(bytes);
+    ASSERT_NE(chose, "") << count;
+    auto same = make_scheme(chose, options_for(4));
+    for (int e = 0; e < 4; ++e) {
+      EXPECT_EQ(m.traffic[e], same->expected_traffic(e, count, DType::f32)) << chose;
+    }
+    // Decided once: later calls at this size keep the choice.
+    EXPECT_EQ(run(*scheme, count, DType::f32, ReduceOp::max).wrong, 0u);
+    EXPECT_EQ(scheme->chosen_for(bytes), chose);
   }
 }
 

@@ -2,6 +2,7 @@
 // (Scheme::model_time), the simulator, and a shaped run on real threads.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "runner/measure.h"
 #include "schemes/registry.h"
 #include "runner/simulate.h"
+#include "schemes/auto_scheme.h"
 
 namespace gradex::sim {
 namespace {
@@ -271,6 +273,43 @@ Agreement compare(const std::string& name, int workers, std::size_t count,
   // The fastest iteration: noise from other processes only ever adds time
   // to a shaped run, never removes it.
   return {m.min(), simulate_allreduce(*scheme, sim).seconds};
+}
+
+// On a modelled network auto runs, at each size, the candidate whose model
+// is lowest there, and takes exactly that candidate's simulated time: on 8
+// ranks over 10 GB/s links with 5 us hops, a latency-bound scheme at 8
+// bytes and a bandwidth-optimal one at 64 MiB.
+TEST(Auto, OnAModelledNetworkRunsTheCandidateTheModelFindsFastest) {
+  SchemeOptions o;
+  o.workers = 8;
+  o.ranks_per_node = 4;
+  auto chooser = make_scheme("auto", o);
+  const auto& candidates = dynamic_cast<const AutoScheme&>(*chooser).candidates();
+  EXPECT_EQ(std::count(candidates.begin(), candidates.end(), "ps"), 0) << "needs more endpoints";
+  EXPECT_EQ(std::count(candidates.begin(), candidates.end(), "ring"), 1);
+  EXPECT_EQ(std::count(candidates.begin(), candidates.end(), "hierarchical"), 1);
+  const Topology topology = Topology::grouped(8, 4, 0, {100 * kGB, 1e-6}, {10 * kGB, 5e-6});
+  std::vector<std::string> chosen;
+  for (std::size_t bytes : {std::size_t{8}, std::size_t{64} << 20}) {
+    SimRequest req;
+    req.count = bytes / 4;
+    req.topology = topology;
+    const double t = simulate_allreduce(*chooser, req).seconds;
+    std::string fastest;
+    double best = 1e300;
+    for (const std::string& name : candidates) {
+      const double m = make_scheme(name, o)->model_time(bytes, topology);
+      if (m < best) {
+        best = m;
+        fastest = name;
+      }
+    }
+    EXPECT_EQ(chooser->chosen_for(bytes), fastest) << bytes << " bytes";
+    EXPECT_DOUBLE_EQ(t, simulate_allreduce(*make_scheme(fastest, o), req).seconds) << fastest;
+    EXPECT_DOUBLE_EQ(chooser->model_time(bytes, topology), best);
+    chosen.push_back(fastest);
+  }
+  EXPECT_NE(chosen[0], chosen[1]) << "one scheme fastest at 8 B and at 64 MiB";
 }
 
 TEST(ShapedVsSim, RingOnFourRanksWithinTenPercent) {

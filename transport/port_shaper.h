@@ -27,6 +27,7 @@ class PortShaper {
   Egress egress(int dst, std::size_t bytes, double now);
   // When a receive from `src` of a message stamped `egress_start` completes.
   double ingress(int src, std::size_t bytes, double egress_start);
+  const Topology& topology() const { return topology_; }
 
  private:
   Topology topology_;

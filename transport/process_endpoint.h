@@ -72,6 +72,7 @@ class ProcessEndpoint : public GroupEndpoint {
   int size() const final { return size_; }
   Clock& clock() final;
   std::chrono::milliseconds timeout() const final { return options_.timeout; }
+  const Topology* shaping() const final { return shaper_ ? &shaper_->topology() : nullptr; }
 
   void close() final;
   void abort(int failed_rank, const std::string& why) noexcept final;

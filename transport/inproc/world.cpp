@@ -81,6 +81,9 @@ class InprocComm final : public Comm {
   int size() const override { return world_.size; }
   Clock& clock() override { return wall_clock(); }
   std::chrono::milliseconds timeout() const override { return world_.options.timeout; }
+  const Topology* shaping() const override {
+    return world_.shaper ? &world_.shaper->topology() : nullptr;
+  }
 
  protected:
   std::shared_ptr<RequestState> start_send(int peer, const void* data, std::size_t bytes,

@@ -154,6 +154,7 @@ class SimComm final : public Comm {
   // a deadlock is detected exactly (no event can ever wake anyone).
   std::chrono::milliseconds timeout() const override { return std::chrono::milliseconds(0); }
   bool phantom_payloads() const override { return world_.phantom; }
+  const Topology* shaping() const override { return &world_.network.topology(); }
 
  protected:
   std::shared_ptr<RequestState> start_send(int peer, const void* data, std::size_t bytes,

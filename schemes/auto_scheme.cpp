@@ -1,0 +1,117 @@
+#include "schemes/auto_scheme.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "common/errors.h"
+#include "schemes/registry.h"
+
+namespace gradex {
+
+AutoScheme::AutoScheme(SchemeOptions options) : Scheme(options), agree_(options) {
+  for (const SchemeEntry& e : scheme_registry()) {
+    if (e.needs_mpi_job || e.name == "auto") continue;
+    std::unique_ptr<Scheme> s;
+    try {
+      s = e.make(options);
+    } catch (const ConfigError&) {
+      continue;  // options it does not fit (hierarchical on one node): no candidate
+    }
+    if (s->endpoints() == options.workers) candidates_.push_back({e.name, std::move(s)});
+  }
+  GRADEX_ENFORCE(!candidates_.empty(), "auto: no scheme runs on ", options.workers, " workers");
+}
+
+std::vector<std::string> AutoScheme::candidates() const {
+  std::vector<std::string> names;
+  for (const Candidate& c : candidates_) names.push_back(c.name);
+  return names;
+}
+
+std::size_t AutoScheme::known(std::size_t bytes) const {
+  std::lock_guard lock(mutex_);
+  const auto it = chosen_.find(bytes);
+  return it == chosen_.end() ? candidates_.size() : it->second;
+}
+
+std::size_t AutoScheme::by_model(std::size_t bytes, const Topology& topology) const {
+  // Ties (an unshaped network costs every scheme nothing) go to the first
+  // in registry order.
+  std::size_t best = 0;
+  double best_time = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < candidates_.size(); ++i) {
+    const double t = candidates_[i].scheme->model_time(bytes, topology);
+    if (t < best_time) {
+      best_time = t;
+      best = i;
+    }
+  }
+  return best;
+}
+
+std::size_t AutoScheme::by_measuring(Comm& comm, Tensor data, ReduceOp op) {
+  // Every candidate reduces a fresh copy of the input, so `data` is
+  // untouched until the chosen one runs on it.
+  std::vector<std::byte> copy(data.bytes());
+  const Tensor scratch{copy.data(), data.count, data.dtype};
+  std::vector<double> best(candidates_.size(), std::numeric_limits<double>::infinity());
+  const Traffic counted = comm.traffic();
+  for (int trial = 0; trial < kTrials; ++trial) {
+    for (std::size_t i = 0; i < candidates_.size(); ++i) {
+      if (data.bytes() > 0) std::memcpy(copy.data(), data.data, data.bytes());
+      comm.barrier();
+      const double t0 = comm.clock().now();
+      candidates_[i].scheme->allreduce(comm, scratch, op);
+      best[i] = std::min(best[i], comm.clock().now() - t0);
+    }
+  }
+  // The slowest rank's time is the all-reduce's: every rank then holds the
+  // same figures and picks the same candidate.
+  agree_.allreduce(comm, Tensor{best.data(), best.size(), DType::f64}, ReduceOp::max);
+  comm.restore_traffic(counted);
+  return static_cast<std::size_t>(std::min_element(best.begin(), best.end()) - best.begin());
+}
+
+std::size_t AutoScheme::choose(Comm& comm, Tensor data, ReduceOp op) {
+  const std::size_t bytes = data.bytes();
+  std::size_t choice = known(bytes);
+  if (choice < candidates_.size()) return choice;
+  const Topology* network = comm.shaping();
+  if (network != nullptr && network->endpoints() == comm.size() &&
+      (network->shaped() || comm.phantom_payloads())) {
+    choice = by_model(bytes, *network);
+  } else {
+    GRADEX_ENFORCE(!data.phantom(), "auto: rank ", comm.rank(),
+                   " cannot measure on phantom buffers without a modelled network");
+    choice = by_measuring(comm, data, op);
+  }
+  std::lock_guard lock(mutex_);
+  chosen_[bytes] = choice;
+  return choice;
+}
+
+void AutoScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
+  GRADEX_ENFORCE_EQ(comm.size(), workers(), "auto runs on the workers only");
+  candidates_[choose(comm, data, op)].scheme->allreduce(comm, data, op);
+}
+
+Traffic AutoScheme::expected_traffic(int endpoint, std::size_t count, DType dtype) const {
+  const std::size_t i = known(count * dtype_size(dtype));
+  GRADEX_ENFORCE(i < candidates_.size(), "auto has not run at ", count * dtype_size(dtype),
+                 " bytes: its traffic is its choice's");
+  return candidates_[i].scheme->expected_traffic(endpoint, count, dtype);
+}
+
+double AutoScheme::model_time(std::size_t bytes, const Topology& topology) const {
+  std::size_t i = known(bytes);
+  if (i == candidates_.size()) i = by_model(bytes, topology);
+  return candidates_[i].scheme->model_time(bytes, topology);
+}
+
+std::string AutoScheme::chosen_for(std::size_t bytes) const {
+  const std::size_t i = known(bytes);
+  return i < candidates_.size() ? candidates_[i].name : std::string();
+}
+
+}  // namespace gradex

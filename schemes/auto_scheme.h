@@ -1,0 +1,68 @@
+// `auto`: the all-reduce that picks, per message size, the registered
+// scheme that is fastest here, as NCCL's tuner picks an algorithm per size
+// and Horovod's autotuner settles its parameters while training runs.
+//
+// The candidates are every portable scheme that runs on the workers alone
+// (the PS schemes with dedicated endpoints need more endpoints than auto's
+// caller has) and that these options fit. At each new size auto decides,
+// the same way on every rank:
+//   - on a modelled network (shaped links, the simulator): the candidate
+//     whose cost model (Scheme::model_time, with the calibrated link
+//     protocols) is lowest on that network;
+//   - otherwise (real, unshaped): by measuring. Every candidate runs the
+//     all-reduce on a copy of the input kTrials times; each rank's best time
+//     per candidate is combined with a max-all-reduce, so every rank sees
+//     the same times and takes the same fastest. This happens once per size
+//     (the first call, normally a warm-up iteration), and its traffic is not
+//     counted as the exchange's.
+// The decision is kept per size and reported (chosen_for) beside the result.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "allreduce/ring.h"
+#include "common/scheme.h"
+
+namespace gradex {
+
+class AutoScheme final : public Scheme {
+ public:
+  // Each candidate runs this many times when auto measures; the best run
+  // counts (one run at a small size is mostly noise on a busy machine).
+  static constexpr int kTrials = 3;
+
+  explicit AutoScheme(SchemeOptions options);
+
+  void allreduce(Comm& comm, Tensor data, ReduceOp op) override;
+  // The traffic and the model of the candidate chosen at that size; before
+  // auto has chosen by measuring, the model's choice on `topology`.
+  Traffic expected_traffic(int endpoint, std::size_t count, DType dtype) const override;
+  double model_time(std::size_t bytes, const Topology& topology) const override;
+  std::string chosen_for(std::size_t bytes) const override;
+
+  // The candidates' names, in registry order.
+  std::vector<std::string> candidates() const;
+
+ private:
+  struct Candidate {
+    std::string name;
+    std::unique_ptr<Scheme> scheme;
+  };
+  std::size_t by_model(std::size_t bytes, const Topology& topology) const;
+  std::size_t by_measuring(Comm& comm, Tensor data, ReduceOp op);
+  std::size_t choose(Comm& comm, Tensor data, ReduceOp op);
+  // The candidate chosen at `bytes`, or candidates_.size() if none yet.
+  std::size_t known(std::size_t bytes) const;
+
+  std::vector<Candidate> candidates_;
+  RingScheme agree_;  // combines the measured times (any candidate would do)
+  mutable std::mutex mutex_;
+  std::map<std::size_t, std::size_t> chosen_;  // bytes -> candidate index
+};
+
+}  // namespace gradex
