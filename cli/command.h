@@ -22,5 +22,6 @@ Command add_validate_command(CLI::App& parent);
 Command add_list_command(CLI::App& parent);
 Command add_launch_command(CLI::App& parent);
 Command add_train_command(CLI::App& parent);
+Command add_tune_command(CLI::App& parent);
 
 }  // namespace gradex::cli

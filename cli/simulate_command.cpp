@@ -22,12 +22,6 @@ namespace gradex::cli {
 
 namespace {
 
-std::string fixed(const char* format, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, value);
-  return buf;
-}
-
 void print_header(std::ostream& out, const PlannedRun& run, int servers) {
   out << "#\n# " << run.scheme << " (simulated): workers " << run.workers << ", endpoints "
       << run.instance->endpoints();
@@ -41,12 +35,12 @@ void print_header(std::ostream& out, const PlannedRun& run, int servers) {
 }
 
 void print_line(std::ostream& out, const ResultRow& r, double wall_seconds) {
-  out << std::setw(12) << r.bytes << std::setw(14) << fixed("%.4f", r.model_time * 1e3)
-      << std::setw(14) << fixed("%.4f", r.time * 1e3) << std::setw(9)
-      << (r.model_time > 0 ? fixed("%.3f", r.time / r.model_time) : std::string("-"))
-      << std::setw(10) << fixed("%.2f", r.busbw / 1e9) << std::setw(8)
-      << (r.utilisation < 0 ? std::string("-") : fixed("%.1f", r.utilisation * 100))
-      << std::setw(11) << fixed("%.1f", wall_seconds * 1e3)
+  out << std::setw(12) << r.bytes << std::setw(14) << fmt("%.4f", r.model_time * 1e3)
+      << std::setw(14) << fmt("%.4f", r.time * 1e3) << std::setw(9)
+      << (r.model_time > 0 ? fmt("%.3f", r.time / r.model_time) : std::string("-"))
+      << std::setw(10) << fmt("%.2f", r.busbw / 1e9) << std::setw(8)
+      << (r.utilisation < 0 ? std::string("-") : fmt("%.1f", r.utilisation * 100))
+      << std::setw(11) << fmt("%.1f", wall_seconds * 1e3)
       << row_notes(r) << "\n";
   out.flush();
 }

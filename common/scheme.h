@@ -5,12 +5,14 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include "common/comm.h"
 #include "common/dtype.h"
 #include "common/reduce.h"
 #include "common/topology.h"
+#include "common/tuned_table.h"
 
 namespace gradex {
 
@@ -38,6 +40,8 @@ struct SchemeOptions {
   // Parameter server.
   int servers = 1;
   ServerPlacement placement = ServerPlacement::dedicated;
+  // auto: what `gradex tune` measured, used instead of the cost model.
+  std::shared_ptr<const TunedTable> tuned;
 };
 
 class Scheme {

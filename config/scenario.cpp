@@ -277,6 +277,13 @@ Scenario parse_scenario(const nlohmann::json& document) {
   s.ps_servers = static_cast<int>(ps.integer("servers", 1, 0, kMaxRealRanks));
   ps.reject_unknown();
 
+  JsonReader tuned = root.object("auto");
+  s.auto_table_path = tuned.string("table", "");
+  if (tuned.has("table") && s.auto_table_path.empty()) {
+    throw ConfigError("/auto/table", "expected the path of a table from gradex tune");
+  }
+  tuned.reject_unknown();
+
   JsonReader hier = root.object("hierarchical");
   s.inter_algorithm = one_of(hier, "inter", "ring", {"ring", "tree", "halving_doubling"});
   hier.reject_unknown();
@@ -319,6 +326,7 @@ SchemeOptions scheme_options(const Scenario& s, int workers) {
   o.ranks_per_node = s.ranks_per_node;
   o.inter_algorithm = s.inter_algorithm;
   o.servers = s.ps_servers;
+  o.tuned = s.auto_table;
   return o;
 }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "common/reduce.h"
 #include "common/scheme.h"
 #include "common/topology.h"
+#include "common/tuned_table.h"
 #include "config/workload.h"
 
 namespace gradex {
@@ -60,6 +62,10 @@ struct Scenario {
   // this many milliseconds late: a straggler, on its rank's clock.
   double straggler_ms = 0;
   std::string inter_algorithm = "ring";
+  // "auto": {"table": PATH}: a table from `gradex tune` for the auto
+  // scheme, read when the plan is made (runner/plan.cpp).
+  std::string auto_table_path;
+  std::shared_ptr<const TunedTable> auto_table;
   NetworkConfig network;
   std::string output;  // folder for results.csv / results.json; empty: none
   // "workload": {"kind": "train", ...}: train instead of the all-reduce

@@ -5,6 +5,7 @@
 #include "common/errors.h"
 #include "common/memory_budget.h"
 #include "common/units.h"
+#include "config/tuned_table_file.h"
 #include "schemes/registry.h"
 
 namespace gradex {
@@ -37,6 +38,24 @@ void check_benchmark_memory(const std::vector<PlannedRun>& runs, const Scenario&
   }
 }
 
+// "auto": {"table": ...} applies where auto runs, on the transport it was
+// tuned on; whether it covers every worker count, auto checks as it is made.
+void load_auto_table(Scenario& scenario, const std::vector<std::string>& names) {
+  const std::string field = "/auto/table";
+  if (std::find(names.begin(), names.end(), "auto") == names.end()) {
+    throw ConfigError(field, "applies to the auto scheme, which this scenario does not run");
+  }
+  if (scenario.training && !scenario.training->consistency.empty()) {
+    throw ConfigError(field, "PS consistency training runs no scheme: remove it");
+  }
+  auto table = std::make_shared<TunedTable>(load_tuned_table(scenario.auto_table_path, field));
+  if (table->transport != scenario.transport) {
+    throw ConfigError(field, "was tuned on " + table->transport + ", and this scenario runs on " +
+                                 scenario.transport + ": tune it on " + scenario.transport);
+  }
+  scenario.auto_table = std::move(table);
+}
+
 }  // namespace
 
 RunPlan plan_runs(Scenario scenario) {
@@ -57,6 +76,7 @@ RunPlan plan_runs(Scenario scenario) {
                                "connections, which gradex cannot shape: drop \"network\" or the scheme");
     }
   }
+  if (!scenario.auto_table_path.empty()) load_auto_table(scenario, names);
   for (std::size_t i = 0; i < scenario.workers.size(); ++i) {
     if (scenario.transport != "sim" && scenario.workers[i] > kMaxRealRanks) {
       throw ConfigError("/workers/" + std::to_string(i),

@@ -13,13 +13,13 @@
 
 namespace gradex {
 
-namespace {
-
 std::string fmt(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
   return buf;
 }
+
+namespace {
 
 std::string describe_link(const LinkSpec& l) {
   if (l.unlimited()) return "unlimited";

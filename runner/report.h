@@ -13,6 +13,9 @@
 
 namespace gradex {
 
+// One number as printf's `format` ("%.3f") writes it, for table cells.
+std::string fmt(const char* format, double v);
+
 void print_preamble(std::ostream& out, const Scenario& scenario);
 void print_run_header(std::ostream& out, const PlannedRun& run);
 void print_row(std::ostream& out, const ResultRow& row);

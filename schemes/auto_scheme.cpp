@@ -21,6 +21,30 @@ AutoScheme::AutoScheme(SchemeOptions options) : Scheme(options), agree_(options)
     if (s->endpoints() == options.workers) candidates_.push_back({e.name, std::move(s)});
   }
   GRADEX_ENFORCE(!candidates_.empty(), "auto: no scheme runs on ", options.workers, " workers");
+  if (options.tuned) check_table(*options.tuned);
+}
+
+void AutoScheme::check_table(const TunedTable& table) const {
+  std::string counts;
+  for (int w : table.worker_counts()) counts += (counts.empty() ? "" : ", ") + std::to_string(w);
+  if (table.find(workers(), 0) == nullptr) {
+    throw ConfigError("auto/table", detail::concat("has no sizes tuned on ", workers(),
+                                                   " workers (it holds ", counts,
+                                                   "): run gradex tune with these workers"));
+  }
+  for (const TunedChoice& c : table.choices) {
+    if (c.workers == workers() && index_of(c.scheme) == candidates_.size()) {
+      throw ConfigError("auto/table", "names '" + c.scheme + "' at " + std::to_string(c.bytes) +
+                                          " bytes, which is not one of auto's candidates here");
+    }
+  }
+}
+
+std::size_t AutoScheme::index_of(const std::string& name) const {
+  for (std::size_t i = 0; i < candidates_.size(); ++i) {
+    if (candidates_[i].name == name) return i;
+  }
+  return candidates_.size();
 }
 
 std::vector<std::string> AutoScheme::candidates() const {
@@ -78,7 +102,9 @@ std::size_t AutoScheme::choose(Comm& comm, Tensor data, ReduceOp op) {
   std::size_t choice = known(bytes);
   if (choice < candidates_.size()) return choice;
   const Topology* network = comm.shaping();
-  if (network != nullptr && network->endpoints() == comm.size() &&
+  if (options().tuned) {
+    choice = index_of(options().tuned->find(workers(), bytes)->scheme);
+  } else if (network != nullptr && network->endpoints() == comm.size() &&
       (network->shaped() || comm.phantom_payloads())) {
     choice = by_model(bytes, *network);
   } else {

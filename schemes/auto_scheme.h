@@ -6,6 +6,8 @@
 // (the PS schemes with dedicated endpoints need more endpoints than auto's
 // caller has) and that these options fit. At each new size auto decides,
 // the same way on every rank:
+//   - with a table from `gradex tune` (SchemeOptions::tuned): the scheme it
+//     measured fastest at the nearest tuned size at or below this one;
 //   - on a modelled network (shaped links, the simulator): the candidate
 //     whose cost model (Scheme::model_time, with the calibrated link
 //     protocols) is lowest on that network;
@@ -53,6 +55,10 @@ class AutoScheme final : public Scheme {
     std::string name;
     std::unique_ptr<Scheme> scheme;
   };
+  // Throws ConfigError when the table has no choice for these workers or
+  // names a scheme that is not a candidate here.
+  void check_table(const TunedTable& table) const;
+  std::size_t index_of(const std::string& name) const;  // size() if absent
   std::size_t by_model(std::size_t bytes, const Topology& topology) const;
   std::size_t by_measuring(Comm& comm, Tensor data, ReduceOp op);
   std::size_t choose(Comm& comm, Tensor data, ReduceOp op);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -134,6 +135,72 @@ TEST_F(Cli, AutoNamesTheSchemeItRanAtEachSize) {
     if (e.name != "auto" && csv.find(",measured," + e.name + "\n") != std::string::npos) return;
   }
   ADD_FAILURE() << "no row names a registered scheme in 'chose':\n" << csv;
+}
+
+// gradex tune measures auto's candidates and writes the fastest per size;
+// auto then runs exactly those, and the table is refused where it does
+// not apply.
+TEST_F(Cli, TuneWritesATableThatAutoRuns) {
+  const fs::path out = dir_ / "tuned";
+  const Outcome t = gradex("tune -n 2 -b 4KiB -e 64KiB -f 16 --iters 1 --warmup 0 --rounds 2 -o " +
+                           out.string());
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("round 2 of 2"), std::string::npos) << t.out;
+  const auto table = nlohmann::json::parse(slurp(out / "tuned.json"));
+  EXPECT_EQ(table["transport"], "inproc");
+  ASSERT_EQ(table["choices"].size(), 2u) << table;
+  std::map<std::size_t, std::string> chosen;
+  for (const auto& c : table["choices"]) {
+    EXPECT_EQ(c["workers"], 2);
+    // The choice is the fastest of the times it records.
+    double best = 1e300;
+    std::string fastest;
+    for (const auto& [name, t] : c["seconds"].items()) {
+      if (t.get<double>() < best) {
+        best = t.get<double>();
+        fastest = name;
+      }
+    }
+    EXPECT_EQ(c["scheme"], fastest) << c;
+    EXPECT_GE(c["seconds"].size(), 4u) << "every candidate measured: " << c;
+    chosen[c["bytes"].get<std::size_t>()] = fastest;
+  }
+  const std::string table_path = (out / "tuned.json").string();
+  const fs::path sc = write("auto.json", R"({"name": "a", "workers": 2, "schemes": ["auto"],
+      "sizes": [4096, 8192, 65536], "iters": 1, "auto": {"table": ")" + table_path + R"("}})");
+  const Outcome r = gradex("run " + sc.string() + " --no-output");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // 8 KiB was not tuned: the nearest tuned size below it decides.
+  for (const auto& [bytes, scheme] : std::map<std::size_t, std::string>{
+           {4096, chosen[4096]}, {8192, chosen[4096]}, {65536, chosen[65536]}}) {
+    const auto line = r.out.find("\n" + std::string(12 - std::to_string(bytes).size(), ' ') +
+                                 std::to_string(bytes) + " ");
+    ASSERT_NE(line, std::string::npos) << bytes << " in\n" << r.out;
+    EXPECT_EQ(r.out.substr(line, r.out.find('\n', line + 1) - line).find("(ran " + scheme + ")") !=
+                  std::string::npos,
+              true)
+        << bytes << " should run " << scheme << ":\n" << r.out;
+  }
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"run " + sc.string() + " --transport tcp", "was tuned on inproc"},
+           {"run " + sc.string() + " -n 3", "has no sizes tuned on 3 workers"},
+           {"run " + sc.string() + " -s ring", "applies to the auto scheme"},
+           {"tune " + sc.string() + " -o " + out.string(), "tune writes a table; it does not read one"},
+           {"tune -n 2 -b 4K -s ring -o " + out.string(), "--schemes: tune measures auto's candidates"},
+           {"tune -n 2 -b 4K --transport sim -o " + out.string(), "--transport: tune measures a real transport"},
+           {"tune -n 2 -b 4K", "-o: missing"},
+           {"tune -n 2 -b 4K --rounds 0 -o " + out.string(), "--rounds: must be at least 1"}}) {
+    const Outcome bad = gradex(args);
+    EXPECT_EQ(bad.code, 2) << args;
+    EXPECT_NE(bad.err.find(message), std::string::npos) << args << ": " << bad.err;
+  }
+  // A table that is not one names the value at fault.
+  const fs::path broken = write("broken.json", R"({"transport": "inproc", "choices": [{"workers": 2}]})");
+  const fs::path uses = write("uses.json", R"({"name": "a", "workers": 2, "schemes": ["auto"],
+      "sizes": [4096], "auto": {"table": ")" + broken.string() + R"("}})");
+  const Outcome bad = gradex("validate " + uses.string());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("broken.json)#/choices/0/bytes: missing"), std::string::npos) << bad.err;
 }
 
 // nccl-tests' habit: a run from flags alone. The scenario it embeds holds

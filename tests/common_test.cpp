@@ -12,6 +12,7 @@
 #include "common/spelling.h"
 #include "common/reduce.h"
 #include "common/topology.h"
+#include "common/tuned_table.h"
 #include "common/units.h"
 #include "common/verify.h"
 
@@ -244,6 +245,21 @@ TEST(LinkShaper, SharedNodeNicSerialisesTheNode) {
   LinkShaper shaper(t);
   EXPECT_DOUBLE_EQ(shaper.reserve(0, 2, 1'000'000, 0).arrival, 1.0);
   EXPECT_DOUBLE_EQ(shaper.reserve(1, 3, 1'000'000, 0).arrival, 2.0);  // same NIC pair
+}
+
+// A tuned table answers a size with the nearest tuned size at or below it,
+// below every tuned size with the smallest, and nothing for worker counts
+// it was not tuned on.
+TEST(TunedTable, TheNearestTunedSizeAtOrBelowDecides) {
+  TunedTable t;
+  t.choices = {{4, 4096, "a"}, {4, 1 << 20, "b"}, {8, 4096, "c"}};
+  EXPECT_EQ(t.find(4, 4096)->scheme, "a");
+  EXPECT_EQ(t.find(4, (1 << 20) - 1)->scheme, "a");
+  EXPECT_EQ(t.find(4, 1 << 30)->scheme, "b");
+  EXPECT_EQ(t.find(4, 8)->scheme, "a");
+  EXPECT_EQ(t.find(8, 1 << 30)->scheme, "c");
+  EXPECT_EQ(t.find(2, 4096), nullptr);
+  EXPECT_EQ(t.worker_counts(), (std::vector<int>{4, 8}));
 }
 
 }  // namespace
