@@ -23,5 +23,6 @@ Command add_list_command(CLI::App& parent);
 Command add_launch_command(CLI::App& parent);
 Command add_train_command(CLI::App& parent);
 Command add_tune_command(CLI::App& parent);
+Command add_plot_command(CLI::App& parent);
 
 }  // namespace gradex::cli

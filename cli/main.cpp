@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   const std::vector<Command> commands = {add_run_command(app), add_simulate_command(app), add_validate_command(app),
                                          add_list_command(app), add_train_command(app),
-                                         add_launch_command(app), add_tune_command(app)};
+                                         add_launch_command(app), add_tune_command(app),
+                                         add_plot_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version

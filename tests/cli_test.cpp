@@ -203,6 +203,49 @@ TEST_F(Cli, TuneWritesATableThatAutoRuns) {
   EXPECT_NE(bad.err.find("broken.json)#/choices/0/bytes: missing"), std::string::npos) << bad.err;
 }
 
+// An nccl-tests log turned into gradex's CSV, and gradex plot drawing it
+// beside a gradex run: the figure is chosen from what the files hold, and
+// files of different kinds are refused.
+TEST_F(Cli, PlotDrawsGradexRowsBesideImportedNcclTests) {
+  const fs::path run = dir_ / "run";
+  ASSERT_EQ(gradex("run -s ring -n 2 -b 4K -e 64K -f 4 --iters 1 -o " + run.string()).code, 0);
+  const fs::path log = write("nccl.log", R"(# nThread 1 nGpus 1 minBytes 8 maxBytes 1024 step: 2(factor)
+#
+# Using devices
+#  Rank  0 Group  0 Pid  11 on    node1 device  0 [0x07] NVIDIA A100-SXM4-80GB
+#  Rank  1 Group  0 Pid  12 on    node2 device  0 [0x07] NVIDIA A100-SXM4-80GB
+#
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+           8             2     float     sum      -1    19.90    0.00    0.00      0    19.51    0.00    0.00      0
+        1024           256     float     sum      -1    21.02    0.05    0.05      0    20.87    0.05    0.05      0
+# Avg bus bandwidth    : 0.0251
+)");
+  const fs::path imported = dir_ / "nccl";
+  fs::create_directories(imported);
+  const std::string import = "/usr/bin/python3 " GRADEX_SOURCE_DIR "/scripts/import_nccl_tests.py " +
+                             log.string() + " -o " + (imported / "results.csv").string() +
+                             " > /dev/null";
+  ASSERT_EQ(std::system(import.c_str()), 0);
+  const std::string csv = slurp(imported / "results.csv");
+  EXPECT_NE(csv.find("\nnccl,2,2,8,2,f32,sum,1.99e-05,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",nccl-tests,\n"), std::string::npos) << csv;
+  const fs::path png = dir_ / "busbw.png";
+  const Outcome p = gradex("plot " + (run / "results.csv").string() + " " +
+                           (imported / "results.csv").string() + " -o " + png.string());
+  ASSERT_EQ(p.code, 0) << p.output();
+  EXPECT_NE(p.out.find("(busbw, 5 rows)"), std::string::npos) << p.out;
+  EXPECT_GT(fs::file_size(png), 10'000u);
+  const fs::path epochs = write("train.csv", "scheme,workers,epoch,train_loss,test_accuracy,train_seconds\nring,2,1,0.5,0.8,1.0\n");
+  const Outcome mixed = gradex("plot " + (run / "results.csv").string() + " " + epochs.string() +
+                               " -o " + png.string());
+  EXPECT_NE(mixed.code, 0);
+  EXPECT_NE(mixed.err.find("different kinds of rows; give --kind"), std::string::npos) << mixed.err;
+  const Outcome help = gradex("plot --help");
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("--kind"), std::string::npos) << help.out;
+}
+
 // nccl-tests' habit: a run from flags alone. The scenario it embeds holds
 // every field the flags set and re-runs to the same plan; a bad value
 // names the flag that gave it; a field flag over a file overrides it.

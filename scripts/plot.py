@@ -1,0 +1,236 @@
+#!/usr/bin/python3
+"""Draws gradex's result files (what `gradex plot` runs).
+
+The figure follows what the files hold:
+  - busbw: benchmark rows at several sizes: bus bandwidth against message
+    size, one panel per worker count (at most four), measured or simulated
+    points and the cost model's line;
+  - scaling: benchmark rows at one size per scheme over several worker
+    counts: time (or link utilisation) against workers, points and model;
+  - training: `gradex train` / training-scenario rows (an `epoch` column):
+    test accuracy against training time, and training loss per epoch.
+Several files overlay, each series labelled with its file's folder. Rows
+imported from nccl-tests (scripts/import_nccl_tests.py) sit beside
+gradex's as their own source.
+
+Usage: plot.py FILE... -o OUT.png [--kind busbw|scaling|training]
+       [--workers N,...] [--schemes A,B] [--y time|utilisation] [--title T]
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import sys
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from cycler import cycler  # noqa: E402
+from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
+
+MARKERS = {"measured": "o", "simulated": "^", "nccl-tests": "s"}
+MAX_PANELS = 4
+# Twenty distinct colours: gradex has more schemes than the default ten.
+plt.rcParams["axes.prop_cycle"] = cycler(color=plt.get_cmap("tab20").colors)
+
+
+def size_label(nbytes, _pos=None):
+    """1K, 4M, 1G as nccl-tests prints sizes (binary units), and a size
+    that is no whole number of them in decimal ones (1 GB = 1e9 bytes)."""
+    for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if nbytes >= scale and nbytes % scale == 0:
+            return f"{nbytes // scale:g}{unit}"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes:g}"
+
+
+def recorded_source(path):
+    """Files written before results.csv had a `source` column: the run's
+    transport, from the results.json beside it (the simulator's rows are
+    simulated, every other transport's measured)."""
+    beside = os.path.join(os.path.dirname(os.path.abspath(path)), "results.json")
+    try:
+        with open(beside) as f:
+            transport = json.load(f)["scenario"].get("transport", "inproc")
+    except (OSError, ValueError, KeyError, TypeError):
+        return "source not recorded"
+    return "simulated" if transport == "sim" else "measured"
+
+
+def read(path):
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        sys.exit(f"plot: {path}: no rows")
+    label = os.path.basename(os.path.dirname(os.path.abspath(path))) or path
+    source = None if "source" in rows[0] else recorded_source(path)
+    for r in rows:
+        r["_file"] = label
+        if source:
+            r["source"] = source
+    return rows
+
+
+def kind_of(rows):
+    if "epoch" in rows[0]:
+        return "training"
+    if "bytes" not in rows[0]:
+        sys.exit("plot: these files hold neither benchmark nor training rows")
+    per_scheme = defaultdict(set)
+    for r in rows:
+        per_scheme[r["scheme"]].add(int(r["bytes"]))
+    return "busbw" if any(len(s) > 1 for s in per_scheme.values()) else "scaling"
+
+
+def series_name(r, files):
+    name = r["scheme"]
+    return f"{name} [{r['_file']}]" if files > 1 else name
+
+
+def model_busbw(r):
+    """The model's busbw for a row: bytes / model time x the row's factor."""
+    model = float(r.get("model_time_s") or "nan")
+    time, nbytes, busbw = float(r["time_s"]), int(r["bytes"]), float(r["busbw_Bps"])
+    if not model > 0 or not time > 0:
+        return math.nan
+    return nbytes / model * (busbw * time / nbytes) / 1e9
+
+
+def plot_busbw(rows, args, files):
+    counts = sorted({int(r["workers"]) for r in rows})
+    if args.workers:
+        counts = [w for w in counts if w in args.workers]
+    if len(counts) > MAX_PANELS:
+        step = (len(counts) - 1) / (MAX_PANELS - 1)
+        counts = sorted({counts[round(i * step)] for i in range(MAX_PANELS)})
+    if not counts:
+        sys.exit("plot: no rows at the asked worker counts")
+    fig, axes = plt.subplots(1, len(counts), figsize=(5.5 * len(counts), 4.5), squeeze=False)
+    for ax, n in zip(axes[0], counts):
+        series = defaultdict(list)
+        for r in rows:
+            if int(r["workers"]) == n:
+                series[(series_name(r, files), r["source"])].append(r)
+        for (name, source), pts in sorted(series.items()):
+            pts.sort(key=lambda r: int(r["bytes"]))
+            x = [int(r["bytes"]) for r in pts]
+            line = ax.plot(x, [float(r["busbw_Bps"]) / 1e9 for r in pts],
+                           MARKERS.get(source, "o") + "-", ms=4, label=f"{name}: {source}")[0]
+            model = [model_busbw(r) for r in pts]
+            if any(not math.isnan(m) for m in model):
+                ax.plot(x, model, "--", color=line.get_color(), alpha=0.5)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(size_label))
+        ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel("bus bandwidth (GB/s)")
+        ax.set_title(f"{n} workers")
+        ax.grid(True, which="both", alpha=0.3)
+    shared_legend(fig, axes[0][0], "dashed: the cost model")
+    return fig
+
+
+def shared_legend(fig, ax, note):
+    """One legend for every panel, right of them: the series are the same
+    in each panel, and a legend inside would hide the points."""
+    handles, labels = ax.get_legend_handles_labels()
+    if note:
+        handles.append(plt.Line2D([], [], color="gray", ls="--"))
+        labels.append(note)
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+
+
+def plot_scaling(rows, args, files):
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    series = defaultdict(list)
+    for r in rows:
+        servers = int(r["endpoints"]) - int(r["workers"]) if r.get("endpoints") else 0
+        name = f"{series_name(r, files)}, {size_label(int(r['bytes']))}"
+        if servers > 0:
+            name += f", {servers} server{'s' if servers > 1 else ''}"
+        series[(name, r["source"])].append(r)
+    for (name, source), pts in sorted(series.items()):
+        pts.sort(key=lambda r: int(r["workers"]))
+        x = [int(r["workers"]) for r in pts]
+        if args.y == "utilisation":
+            ax.plot(x, [float(r["utilisation"] or "nan") * 100 for r in pts],
+                    MARKERS.get(source, "o") + "-", ms=4, label=f"{name}: {source}")
+            continue
+        line = ax.plot(x, [float(r["time_s"]) * 1e3 for r in pts], MARKERS.get(source, "o"),
+                       ms=5, label=f"{name}: {source}")[0]
+        model = [float(r.get("model_time_s") or "nan") * 1e3 for r in pts]
+        if any(m > 0 for m in model):
+            ax.plot(x, model, "--", color=line.get_color(), alpha=0.5)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
+    ax.set_xlabel("workers N")
+    ax.set_ylabel("link utilisation (%)" if args.y == "utilisation" else "time per all-reduce (ms)")
+    ax.grid(True, which="both", alpha=0.3)
+    shared_legend(fig, ax, "" if args.y == "utilisation" else "dashed: the cost model")
+    return fig
+
+
+def plot_training(rows, _args, files):
+    fig, (acc, loss) = plt.subplots(1, 2, figsize=(11, 4.5))
+    series = defaultdict(list)
+    for r in rows:
+        series[f"{series_name(r, files)}, {r['workers']} workers"].append(r)
+    for name, pts in sorted(series.items()):
+        pts.sort(key=lambda r: int(r["epoch"]))
+        line = acc.plot([float(r["train_seconds"]) for r in pts],
+                        [float(r["test_accuracy"]) * 100 for r in pts], "o-", ms=4, label=name)[0]
+        loss.plot([int(r["epoch"]) for r in pts], [float(r["train_loss"]) for r in pts], "o-",
+                  ms=4, color=line.get_color(), label=name)
+    acc.set_xlabel("training time (s)")
+    acc.set_ylabel("test accuracy (%)")
+    loss.set_xlabel("epoch")
+    loss.xaxis.set_major_locator(MaxNLocator(integer=True))
+    loss.set_ylabel("training loss")
+    for ax in (acc, loss):
+        ax.grid(True, alpha=0.3)
+    shared_legend(fig, acc, "")
+    return fig
+
+
+def main():
+    parser = argparse.ArgumentParser(prog="gradex plot", description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="+", help="results.csv files (gradex's, or imported)")
+    parser.add_argument("-o", "--output", required=True, help="the figure (.png, .svg, .pdf)")
+    parser.add_argument("--kind", choices=["busbw", "scaling", "training"],
+                        help="default: what the files hold")
+    parser.add_argument("--workers", help="busbw: only these worker counts (e.g. 4,8)")
+    parser.add_argument("--schemes", help="only these schemes (e.g. ring,ps)")
+    parser.add_argument("--y", choices=["time", "utilisation"], default="time",
+                        help="scaling: what the y axis shows")
+    parser.add_argument("--title", default="")
+    args = parser.parse_args()
+    args.workers = [int(w) for w in args.workers.split(",")] if args.workers else []
+    rows = [r for path in args.files for r in read(path)]
+    if args.schemes:
+        wanted = args.schemes.split(",")
+        rows = [r for r in rows if r["scheme"] in wanted]
+        if not rows:
+            sys.exit(f"plot: no rows of {args.schemes}")
+    kinds = {kind_of([r for r in rows if r["_file"] == f]) for f in {r["_file"] for r in rows}}
+    kind = args.kind or (kinds.pop() if len(kinds) == 1 else None)
+    if kind is None:
+        sys.exit("plot: the files hold different kinds of rows; give --kind")
+    if args.y == "utilisation" and kind != "scaling":
+        sys.exit("plot: --y applies to --kind scaling")
+    files = len({r["_file"] for r in rows})
+    fig = {"busbw": plot_busbw, "scaling": plot_scaling, "training": plot_training}[kind](
+        rows, args, files)
+    if args.title:
+        fig.suptitle(args.title)
+    fig.savefig(args.output, dpi=120, bbox_inches="tight")
+    print(f"plot: wrote {args.output} ({kind}, {len(rows)} rows)")
+
+
+if __name__ == "__main__":
+    main()
