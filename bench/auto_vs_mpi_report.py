@@ -11,25 +11,17 @@ Usage: bench/auto_vs_mpi_report.py RUNS OUT
 """
 import csv
 import os
-import re
 import sys
 
-from transports_report import human, median  # this folder's sibling report
+from transports_report import human, median, result_folders  # this folder's sibling report
 
 BASELINE = "mpi"
 
 
 def load(runs):
     rounds = []
-    for name in sorted(os.listdir(runs)):
-        m = re.fullmatch(r"round_(\d+)", name)
-        if not m:
-            continue
-        path = os.path.join(runs, name, "results.csv")
-        if not os.path.exists(path):
-            sys.exit(f"auto_vs_mpi_report: {path} is missing (that round failed)")
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
+    for m, rows in result_folders(runs, r"round_(\d+)"):
+        path = os.path.join(runs, m.group(0))
         for r in rows:
             if r["wrong"] not in ("", "0"):
                 sys.exit(f"auto_vs_mpi_report: {path}: {r['scheme']} wrong at {r['bytes']} bytes")

@@ -13,25 +13,17 @@ Usage: bench/ps_vs_mpi_report.py RUNS OUT
 """
 import csv
 import os
-import re
 import sys
 
-from transports_report import human, median  # this folder's sibling report
+from transports_report import human, median, result_folders  # this folder's sibling report
 
 BASELINE = "mpi_reduce_bcast"
 
 
 def load(runs):
     out = []
-    for name in sorted(os.listdir(runs)):
-        m = re.fullmatch(r"round_(\d+)", name)
-        if not m:
-            continue
-        path = os.path.join(runs, name, "results.csv")
-        if not os.path.exists(path):
-            sys.exit(f"ps_vs_mpi_report: {path} is missing (that round failed)")
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
+    for m, rows in result_folders(runs, r"round_(\d+)"):
+        name = m.group(0)
         order = []
         for r in rows:
             if r["scheme"] not in order:
