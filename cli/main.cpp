@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "common/cancel.h"
+#include "common/debug_log.h"
 #include "common/errors.h"
 #include "runner/machine.h"
 
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   try {
     // Before any run starts: INT and TERM then cancel it (common/cancel.h).
     gradex::install_cancel_handlers();
+    gradex::debug_enabled();  // GRADEX_DEBUG=typo is an error before anything runs
     for (const Command& c : commands) {
       if (c.app->parsed()) return c.run();
     }

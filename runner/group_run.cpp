@@ -8,6 +8,7 @@
 #include <numeric>
 #include <optional>
 
+#include "common/debug_log.h"
 #include "common/errors.h"
 #include "runner/machine.h"
 #include "runner/execute.h"
@@ -101,7 +102,10 @@ std::vector<ResultRow> execute_plan_on_group(
     for (std::size_t bytes : sc.sizes) {
       req.count = bytes / dtype_size(sc.dtype);
       if (member) {
+        GRADEX_DEBUG_LOG("rank ", comm.rank(), ": ", run.scheme, " on ", run.workers, " workers, ",
+                         bytes, " bytes: starting");
         const Measurement m = measure_group(*group, scheme, req);
+        GRADEX_DEBUG_LOG("rank ", comm.rank(), ": ", run.scheme, " at ", bytes, " bytes: done");
         if (comm.rank() == 0) {
           ResultRow row = result_row(sc, run, req.count, m, topo);
           on_row(run, row);

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "common/debug_log.h"
 #include "common/errors.h"
 #include "transport/rendezvous.h"
 #include "transport/wire/auth.h"
@@ -27,6 +28,9 @@ std::unique_ptr<GroupEndpoint> join_group(const LaunchEnv& env, const std::strin
   options.bind_host = env.bind_host;
   options.advertise_host = env.advertise;
   auto endpoint = make_group_endpoint(transport, env.rank, size, options);
+  GRADEX_DEBUG_LOG("rank ", env.rank, " of ", size, " (from ", env.source, " variables): ", transport,
+                   " endpoint at ", endpoint->address(), ", rendezvous ", env.rendezvous,
+                   env.rank == 0 ? " (hosted here)" : "");
   std::unique_ptr<tcp::RendezvousServer> store;
   if (env.rank == 0) {
     store = std::make_unique<tcp::RendezvousServer>(env.rendezvous, size, env.token,
@@ -40,7 +44,9 @@ std::unique_ptr<GroupEndpoint> join_group(const LaunchEnv& env, const std::strin
     if (!store) throw;
     throw TimeoutError(detail::concat(e.what(), "; ", tcp::never_registered(store->missing())));
   }
+  GRADEX_DEBUG_LOG("rank ", env.rank, ": every rank registered; connecting");
   endpoint->connect(addresses);
+  GRADEX_DEBUG_LOG("rank ", env.rank, ": group of ", size, " formed");
   return endpoint;
 }
 

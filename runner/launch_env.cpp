@@ -23,6 +23,23 @@ int parse_int(const char* name, const char* text, int lo, int hi) {
   return v;
 }
 
+// GRADEX_RENDEZVOUS, else torch's MASTER_ADDR:MASTER_PORT: the store rank 0
+// hosts where torch.distributed's rank 0 would host its TCPStore (torchrun
+// picks MASTER_PORT free for exactly that).
+std::string rendezvous(const std::function<const char*(const char*)>& get) {
+  const char* rdv = get("GRADEX_RENDEZVOUS");
+  if (rdv != nullptr && *rdv != '\0') return rdv;
+  const char* addr = get("MASTER_ADDR");
+  const char* port = get("MASTER_PORT");
+  if (addr != nullptr && *addr != '\0' && port != nullptr) {
+    return std::string(addr) + ":" + std::to_string(parse_int("MASTER_PORT", port, 1, 65535));
+  }
+  if (addr != nullptr && *addr != '\0') throw ConfigError("MASTER_PORT", "missing while MASTER_ADDR is set");
+  throw ConfigError("GRADEX_RENDEZVOUS",
+                    "missing: set it (or torch's MASTER_ADDR and MASTER_PORT) to the host:port "
+                    "where rank 0 hosts the rendezvous store");
+}
+
 }  // namespace
 
 std::optional<LaunchEnv> launch_env(const std::function<const char*(const char*)>& get) {
@@ -35,7 +52,9 @@ std::optional<LaunchEnv> launch_env(const std::function<const char*(const char*)
                                         {"OMPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
                                         // MPICH's and Intel MPI's Hydra, srun --mpi=pmi2
                                         {"PMI", "PMI_RANK", "PMI_SIZE"},
-                                        {"SLURM", "SLURM_PROCID", "SLURM_NTASKS"}};
+                                        {"SLURM", "SLURM_PROCID", "SLURM_NTASKS"},
+                                        // torchrun (and torch.distributed's env://)
+                                        {"TORCHRUN", "RANK", "WORLD_SIZE"}};
   for (const Source& src : kSources) {
     const char* rank = get(src.rank);
     if (rank == nullptr) continue;
@@ -46,12 +65,7 @@ std::optional<LaunchEnv> launch_env(const std::function<const char*(const char*)
     env.size_variable = src.size;
     env.size = parse_int(src.size, size, 1, 4096);
     env.rank = parse_int(src.rank, rank, 0, env.size - 1);
-    const char* rdv = get("GRADEX_RENDEZVOUS");
-    if (rdv == nullptr || *rdv == '\0') {
-      throw ConfigError("GRADEX_RENDEZVOUS",
-                        "missing: set it to host:port where rank 0 hosts the rendezvous store");
-    }
-    env.rendezvous = rdv;
+    env.rendezvous = rendezvous(get);
     const char* token = get("GRADEX_TOKEN");
     env.token = token ? token : "";
     const char* bind = get("GRADEX_BIND");

@@ -1,7 +1,7 @@
 // Who this process is in a launched run, from the environment: gradex's own
 // variables (set by `gradex launch` or by hand on each host), or those of
-// the launcher that started it (Open MPI's mpirun, Slurm's srun), the way
-// torchrun's env:// initialisation works.
+// the launcher that started it (Open MPI's mpirun, Slurm's srun, torchrun),
+// the way torch.distributed's env:// initialisation works.
 #pragma once
 
 #include <functional>
@@ -13,11 +13,15 @@ namespace gradex {
 struct LaunchEnv {
   int rank = 0;
   int size = 1;
-  std::string rendezvous;  // host:port of the store rank 0 hosts
+  // host:port of the store rank 0 hosts: GRADEX_RENDEZVOUS, or torch's
+  // MASTER_ADDR and MASTER_PORT
+  std::string rendezvous;
   std::string token;       // GRADEX_TOKEN; must match on every rank
   std::string bind_host;   // GRADEX_BIND, default 127.0.0.1 (loopback only)
   std::string advertise;   // GRADEX_ADVERTISE: the address peers dial, default bind_host
-  std::string source;      // which variables gave the rank ("GRADEX", "OMPI", "PMI", "SLURM")
+  // Which variables gave the rank: "GRADEX", "OMPI", "PMI", "SLURM" or
+  // "TORCHRUN" (RANK, WORLD_SIZE), looked for in that order.
+  std::string source;
   std::string size_variable;  // the variable that gave the world size, for errors
 };
 

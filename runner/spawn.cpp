@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/cancel.h"
+#include "common/debug_log.h"
 #include "common/errors.h"
 
 namespace gradex {
@@ -97,6 +98,7 @@ int supervise(const std::vector<pid_t>& children, std::chrono::milliseconds grac
       if (::waitpid(children[r], &ws, WNOHANG) != children[r]) continue;
       reaped = true;
       --running;
+      GRADEX_DEBUG_LOG("launcher: rank ", r, " (pid ", children[r], ") ended, wait status ", ws);
       if (WIFEXITED(ws)) {
         status[r] = WEXITSTATUS(ws);
       } else {

@@ -114,6 +114,30 @@ TEST_F(Launch, AnIdleServerOutlastsARunLongerThanTheTimeout) {
   EXPECT_EQ(o.err.find("timed out"), std::string::npos) << o.err;
 }
 
+// GRADEX_DEBUG=1: every process says where it is on the way (rendezvous,
+// connections, each measurement, the launcher's children ending), one
+// whole line each; any value but 0 and 1 is refused before anything runs.
+TEST_F(Launch, DebugVariableLogsEachStepAndATypoIsRefused) {
+  const fs::path sc = write("debug.json", R"({"name": "debug", "transport": "tcp", "workers": 2,
+      "sizes": [4096], "iters": 1, "warmup_iters": 0, "schemes": ["ring"], "timeout_ms": 10000})");
+  ASSERT_EQ(shell("GRADEX_DEBUG=1 " + kGradex + " launch -n 2 -q --no-output " + sc.string()), 0)
+      << err();
+  const std::string e = err();
+  for (const char* line : {"(from GRADEX variables): tcp endpoint at", "(hosted here)",
+                           "rendezvous store: rank 1 registered", "rank 0: connected to rank 1",
+                           "rank 1: group of 2 formed", "rank 1: ring on 2 workers, 4096 bytes: starting",
+                           "rank 0: ring at 4096 bytes: done", "launcher: rank 1 (pid "}) {
+    EXPECT_NE(e.find(line), std::string::npos) << line << " in\n" << e;
+  }
+  for (std::size_t at = e.find("gradex debug ["); at != std::string::npos;
+       at = e.find("gradex debug [", at + 1)) {
+    EXPECT_TRUE(at == 0 || e[at - 1] == '\n') << "a line broken into at " << at << ":\n" << e;
+  }
+  const int typo = shell("GRADEX_DEBUG=yes " + kGradex + " validate " + sc.string());
+  EXPECT_EQ(typo, 2);
+  EXPECT_NE(err().find("GRADEX_DEBUG: expected 0 or 1, got 'yes'"), std::string::npos) << err();
+}
+
 // MPICH's mpiexec (Hydra) starts processes with PMI_RANK and PMI_SIZE.
 TEST_F(Launch, JoinsFromPmiVariables) {
   const fs::path sc = write("pmi.json", R"({"name": "pmi", "transport": "tcp", "workers": 2,
@@ -127,6 +151,30 @@ TEST_F(Launch, JoinsFromPmiVariables) {
       << slurp(dir_ / "stderr");
   const std::string o = slurp(dir_ / "stdout");
   EXPECT_NE(o.find("launched: 2 processes over tcp (ranks from PMI variables)"), std::string::npos)
+      << o;
+  EXPECT_NE(o.find("Out of bounds values : 0 OK"), std::string::npos) << o;
+}
+
+// torchrun starts its workers with RANK, WORLD_SIZE, LOCAL_RANK,
+// MASTER_ADDR and MASTER_PORT: four such processes form a group, rank 0
+// hosting the rendezvous at MASTER_ADDR:MASTER_PORT.
+TEST_F(Launch, JoinsFromTorchrunVariables) {
+  const fs::path sc = write("torchrun.json", R"({"name": "torchrun", "transport": "tcp", "workers": 4,
+      "sizes": [4096], "iters": 2, "warmup_iters": 1, "schemes": ["ring"], "timeout_ms": 10000})");
+  const std::string common = "WORLD_SIZE=4 GRADEX_TOKEN=s MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                             std::to_string(free_port()) + " ";
+  const std::string args = " launch --no-output " + sc.string();
+  std::string cmd;
+  for (int r = 1; r < 4; ++r) {
+    cmd += common + "RANK=" + std::to_string(r) + " LOCAL_RANK=" + std::to_string(r) + " " +
+           kGradex + args + " > /dev/null & p" + std::to_string(r) + "=$!; ";
+  }
+  cmd += common + "RANK=0 LOCAL_RANK=0 " + kGradex + args +
+         "; r=$?; for p in $p1 $p2 $p3; do wait $p || r=1; done; exit $r";
+  ASSERT_EQ(shell(cmd), 0) << slurp(dir_ / "stderr");
+  const std::string o = slurp(dir_ / "stdout");
+  EXPECT_NE(o.find("launched: 4 processes over tcp (ranks from TORCHRUN variables)"),
+            std::string::npos)
       << o;
   EXPECT_NE(o.find("Out of bounds values : 0 OK"), std::string::npos) << o;
 }
@@ -356,6 +404,27 @@ TEST(LaunchEnv, ReadsGradexOpenMpiPmiAndSlurmVariables) {
                     {"GRADEX_BIND", "127.0.0.2"}}));
 }
 
+// torchrun's variables: RANK and WORLD_SIZE give the rank, MASTER_ADDR and
+// MASTER_PORT the rendezvous (GRADEX_RENDEZVOUS, when set, wins); the
+// launchers' own variables come first.
+TEST(LaunchEnv, ReadsTorchrunVariables) {
+  auto t = from({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"},
+                 {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}});
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->rank, 1);
+  EXPECT_EQ(t->size, 4);
+  EXPECT_EQ(t->source, "TORCHRUN");
+  EXPECT_EQ(t->rendezvous, "127.0.0.1:29500");
+  auto g = from({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "127.0.0.1"},
+                 {"MASTER_PORT", "29500"}, {"GRADEX_RENDEZVOUS", "127.0.0.1:31000"}});
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->rendezvous, "127.0.0.1:31000");
+  auto o = from({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"OMPI_COMM_WORLD_RANK", "2"},
+                 {"OMPI_COMM_WORLD_SIZE", "3"}, {"GRADEX_RENDEZVOUS", "h:1"}});
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->source, "OMPI");
+}
+
 TEST(LaunchEnv, BadVariablesNameThemselves) {
   auto field = [](const std::map<std::string, std::string>& vars) {
     try {
@@ -373,6 +442,10 @@ TEST(LaunchEnv, BadVariablesNameThemselves) {
   EXPECT_EQ(field({{"SLURM_PROCID", "0"}}), "SLURM_NTASKS");
   EXPECT_EQ(field({{"PMI_RANK", "0"}}), "PMI_SIZE");
   EXPECT_EQ(field({{"PMI_RANK", "3"}, {"PMI_SIZE", "3"}, {"GRADEX_RENDEZVOUS", "h:1"}}), "PMI_RANK");
+  EXPECT_EQ(field({{"RANK", "0"}, {"WORLD_SIZE", "2"}}), "GRADEX_RENDEZVOUS");
+  EXPECT_EQ(field({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}}), "MASTER_PORT");
+  EXPECT_EQ(field({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "x"}}),
+            "MASTER_PORT");
   EXPECT_EQ(field({{"GRADEX_RANK", "0"}, {"GRADEX_WORLD_SIZE", "2"}, {"GRADEX_RENDEZVOUS", "h:1"},
                    {"GRADEX_BIND", "0.0.0.0"}}),
             "GRADEX_ADVERTISE");

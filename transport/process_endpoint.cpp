@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/clock.h"
+#include "common/debug_log.h"
 #include "common/errors.h"
 
 namespace gradex::transport {
@@ -204,6 +205,7 @@ std::size_t ProcessEndpoint::wait_any_state(std::span<RequestState* const> state
   // slow peer.
   const std::string what = timeout_text(rank_, options_.timeout, op,
                                         note + describe_connections() + matcher_.describe());
+  GRADEX_DEBUG_LOG(what);
   abort(rank_, what);
   throw TimeoutError(what);
 }

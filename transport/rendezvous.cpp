@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "common/debug_log.h"
 #include "common/errors.h"
 #include "transport/wire/admission_queue.h"
 #include "transport/wire/frame.h"
@@ -148,6 +149,8 @@ struct RendezvousServer::Impl {
           table[static_cast<std::size_t>(st->rank)] = st->address;
         }
         clients.push_back(st->socket);
+        GRADEX_DEBUG_LOG("rendezvous store: rank ", st->rank, " registered at ", st->address, " (",
+                         registered + 1, " of ", size, ")");
         if (++registered == size) answer_all();
       });
     });

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "common/debug_log.h"
 #include "common/errors.h"
 #include "transport/wire/admission_queue.h"
 #include "transport/wire/frame.h"
@@ -87,6 +88,8 @@ class MeshBuilder {
 
   void arrived(int peer, std::unique_ptr<Socket> s) {
     s->set_option(ip_tcp::no_delay(true));
+    GRADEX_DEBUG_LOG("rank ", req_.rank, ": connected to rank ", peer, " (", remaining_ - 1,
+                     " to go)");
     sockets_[static_cast<std::size_t>(peer)] = std::move(s);
     if (--remaining_ == 0) io_.stop();
   }
