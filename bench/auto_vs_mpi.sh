@@ -8,9 +8,10 @@
 #      order reversed every round; MPI is held to its TCP transport over
 #      loopback (--mca btl tcp,self), as gradex's transports are.
 #
-# Writes OUT/tuned.json (the table), OUT/rounds.csv (every round's median
-# times) and OUT/ratios.md (per size, over the rounds: auto's time over the
-# fastest single scheme's, and MPI_Allreduce's time over auto's).
+# Writes OUT/tuned.json (the table) and tune.txt (what tune printed),
+# OUT/rounds.csv (every round's median time of every scheme) and
+# OUT/ratios.md (per size: auto against the best single scheme and each
+# round's fastest, and MPI_Allreduce's time over auto's).
 #
 # Usage: bash bench/auto_vs_mpi.sh [BUILD_FOLDER] [OUT_FOLDER]
 #   defaults: build/default results/bench_auto

@@ -81,7 +81,8 @@ std::size_t AutoScheme::by_measuring(Comm& comm, Tensor data, ReduceOp op) {
   const Tensor scratch{copy.data(), data.count, data.dtype};
   std::vector<double> best(candidates_.size(), std::numeric_limits<double>::infinity());
   const Traffic counted = comm.traffic();
-  for (int trial = 0; trial < kTrials; ++trial) {
+  const int trials = data.bytes() < kOneTrialBytes ? kTrials : 1;
+  for (int trial = 0; trial < trials; ++trial) {
     for (std::size_t i = 0; i < candidates_.size(); ++i) {
       if (data.bytes() > 0) std::memcpy(copy.data(), data.data, data.bytes());
       comm.barrier();

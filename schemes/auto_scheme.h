@@ -12,7 +12,8 @@
 //     whose cost model (Scheme::model_time, with the calibrated link
 //     protocols) is lowest on that network;
 //   - otherwise (real, unshaped): by measuring. Every candidate runs the
-//     all-reduce on a copy of the input kTrials times; each rank's best time
+//     all-reduce on a copy of the input (kTrials times below kOneTrialBytes,
+//     once above, where one run is long enough to trust); each rank's best time
 //     per candidate is combined with a max-all-reduce, so every rank sees
 //     the same times and takes the same fastest. This happens once per size
 //     (the first call, normally a warm-up iteration), and its traffic is not
@@ -34,9 +35,12 @@ namespace gradex {
 
 class AutoScheme final : public Scheme {
  public:
-  // Each candidate runs this many times when auto measures; the best run
-  // counts (one run at a small size is mostly noise on a busy machine).
+  // Each candidate runs this many times when auto measures below
+  // kOneTrialBytes, and the best run counts: one run of a small message is
+  // mostly noise on a busy machine, while a large one lasts long enough
+  // (and costs enough) to be run once.
   static constexpr int kTrials = 3;
+  static constexpr std::size_t kOneTrialBytes = std::size_t{1} << 20;
 
   explicit AutoScheme(SchemeOptions options);
 
