@@ -21,26 +21,32 @@ Command add_run_command(CLI::App& parent) {
   cmd->add_flag("-q,--quiet", *quiet, "print only the summary");
   add_unshaped_flag(*cmd, *flags);
   return {cmd, [flags, quiet] {
-            RunPlan plan = load_plan(*flags);
-            check_output_paths(*flags, plan.scenario);
+            std::vector<RunPlan> plans = load_plans(*flags);
+            const Scenario& first = plans.front().scenario;
+            check_output_paths(*flags, first);
             std::ostream& out = std::cout;
-            if (plan.scenario.training) return run_training_scenario(plan, *flags, *quiet, out);
-            print_preamble(out, plan.scenario);
-            const PlannedRun* current = nullptr;
-            auto rows = execute_plan(plan, [&](const PlannedRun& run, const ResultRow& row) {
-              if (*quiet) return;
-              if (current != &run) {
-                print_run_header(out, run);
-                current = &run;
-              }
-              print_row(out, row);
-            });
-            print_summary(out, plan.scenario, rows);
-            if (!plan.scenario.output.empty()) {
-              write_results(plan.scenario.output, plan.scenario, rows);
-              out << "# results written to " << plan.scenario.output << "/results.{csv,json}\n";
+            if (first.training) return run_training_scenario(plans.front(), *flags, *quiet, out);
+            print_preamble(out, first);
+            std::vector<ResultRow> all;
+            for (const RunPlan& plan : plans) {
+              if (!plan.sweep.empty()) out << "#\n# sweep point: " << plan.sweep << "\n";
+              const PlannedRun* current = nullptr;
+              auto rows = execute_plan(plan, [&](const PlannedRun& run, const ResultRow& row) {
+                if (*quiet) return;
+                if (current != &run) {
+                  print_run_header(out, run);
+                  current = &run;
+                }
+                print_row(out, row);
+              });
+              print_summary(out, plan.scenario, rows);
+              all.insert(all.end(), rows.begin(), rows.end());
             }
-            return all_correct(rows) ? kExitOk : kExitWrong;
+            if (!first.output.empty()) {
+              write_results(first.output, first, all);
+              out << "# results written to " << first.output << "/results.{csv,json}\n";
+            }
+            return all_correct(all) ? kExitOk : kExitWrong;
           }};
 }
 

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 #include "common/errors.h"
 #include "config/json_file.h"
 #include "config/scenario.h"
+#include "config/sweeps.h"
 #include "runner/output_paths.h"
 #include "runner/train_plan.h"
 #include "schemes/registry.h"
@@ -51,6 +53,9 @@ void add_field_flags(CLI::App& cmd, ScenarioFlags& flags) {
   cmd.add_option("--node", f.node, "a node preset (gradex list): its ranks per node, links and NICs");
   cmd.add_option("--segment", f.segment, "pipelining segment, e.g. 1MiB");
   cmd.add_option("--straggler-ms", f.straggler_ms, "the last worker starts each iteration late");
+  cmd.add_option("--servers", f.servers, "PS servers (ps.servers); several sweep, e.g. 1,2,4")
+      ->delimiter(',')
+      ->allow_extra_args(false);
 }
 
 void add_unshaped_flag(CLI::App& cmd, ScenarioFlags& flags) {
@@ -116,33 +121,39 @@ std::vector<FieldWrite> field_writes(const FieldFlags& f) {
   if (!f.node.empty()) w.push_back({"--node", P("/network/node"), f.node});
   if (!f.segment.empty()) w.push_back({"--segment", P("/segment_bytes"), f.segment});
   if (f.straggler_ms >= 0) w.push_back({"--straggler-ms", P("/straggler_ms"), f.straggler_ms});
+  if (!f.servers.empty()) {
+    w.push_back({"--servers", P("/ps/servers"),
+                 f.servers.size() == 1 ? nlohmann::json(f.servers[0]) : nlohmann::json(f.servers)});
+  }
   return w;
 }
 
 // The scenario document: the file's, or an empty one, with every field
-// flag written in. Errors in a field a flag wrote name the flag.
-Scenario parse_with_fields(const ScenarioFlags& flags) {
+// flag written in (nullopt: the file is no JSON object; load_scenario then
+// names it).
+std::optional<nlohmann::json> document_with_fields(const ScenarioFlags& flags,
+                                                   const std::vector<FieldWrite>& writes) {
   nlohmann::json doc = flags.scenario.empty() ? nlohmann::json{{"name", "flags"}}
                                               : read_json_file(flags.scenario);
-  if (!doc.is_object()) return load_scenario(flags.scenario);  // its error names the file
-  const std::vector<FieldWrite> writes = field_writes(flags.fields);
+  if (!doc.is_object()) return std::nullopt;
   for (const FieldWrite& w : writes) {
     if (w.write) doc[w.pointer] = w.value;
   }
-  try {
-    return parse_scenario(doc);
-  } catch (const ConfigError& e) {
-    for (const FieldWrite& w : writes) {
-      const std::string at = w.pointer.to_string();
-      if (e.field().rfind(at, 0) == 0) throw ConfigError(w.flag, e.reason());
-    }
-    if (flags.scenario.empty()) {
-      // A field no flag wrote: without a file, a flag is missing.
-      if (e.field() == "/sizes") throw ConfigError("-b", "missing: give -b (and -e, -f) or a scenario file");
-      throw ConfigError(scenario_label(flags) + "#" + e.field(), e.reason());
-    }
-    throw ConfigError(flags.scenario + "#" + e.field(), e.reason());
+  return doc;
+}
+
+// An error at `field` of the document, named as the user wrote it: the
+// flag that set the field, or the file's JSON pointer.
+[[noreturn]] void throw_named(const ScenarioFlags& flags, const std::vector<FieldWrite>& writes,
+                              const std::string& field, const std::string& reason) {
+  for (const FieldWrite& w : writes) {
+    if (field.rfind(w.pointer.to_string(), 0) == 0) throw ConfigError(w.flag, reason);
   }
+  // A field no flag wrote: without a file, a flag is missing.
+  if (flags.scenario.empty() && field == "/sizes") {
+    throw ConfigError("-b", "missing: give -b (and -e, -f) or a scenario file");
+  }
+  throw ConfigError(scenario_label(flags) + "#" + field, reason);
 }
 
 RunPlan plan_with_overrides(const ScenarioFlags& flags, Scenario s) {
@@ -203,17 +214,63 @@ RunPlan plan_with_overrides(const ScenarioFlags& flags, Scenario s) {
   return plan_runs(std::move(s));
 }
 
+// Every point's plan; `sweeps` false: a scenario that sweeps is refused
+// (the commands that run one point: launch, tune, train).
+std::vector<RunPlan> plans_of_points(const ScenarioFlags& flags, bool sweeps) {
+  const std::vector<FieldWrite> writes = field_writes(flags.fields);
+  const std::optional<nlohmann::json> doc = document_with_fields(flags, writes);
+  if (!doc) {
+    load_scenario(flags.scenario);  // throws, naming the file
+    throw ConfigError(flags.scenario, "expected a JSON object");
+  }
+  std::vector<SweepPoint> points;
+  try {
+    points = expand_sweeps(*doc);
+  } catch (const ConfigError& e) {
+    throw_named(flags, writes, e.field(), e.reason());
+  }
+  std::vector<RunPlan> plans;
+  for (const SweepPoint& point : points) {
+    RunPlan plan;
+    try {
+      plan = plan_with_overrides(flags, parse_scenario(point.document));
+    } catch (const ConfigError& e) {
+      // Checks after parsing name a JSON pointer; flags name themselves.
+      if (e.field().rfind('/', 0) != 0) throw;
+      throw_named(flags, writes, sweep_pointer(point, e.field()), e.reason());
+    }
+    plan.sweep = point.label;
+    for (PlannedRun& run : plan.runs) run.sweep = point.label;
+    if (!point.taken.empty()) {
+      plan.swept_field = point.taken.front().first;
+      if (flags.unshaped && plan.swept_field.rfind("/network", 0) == 0) {
+        throw ConfigError("--unshaped", "drops the network this scenario sweeps (" +
+                                            plan.swept_field + ")");
+      }
+      // results.json embeds the whole sweep, so that it re-runs every point.
+      for (const auto& [pointer, index] : point.taken) {
+        const nlohmann::json::json_pointer p(pointer);
+        plan.scenario.source[p] = doc->at(p);
+      }
+    }
+    plans.push_back(std::move(plan));
+  }
+  if (plans.size() > 1 && (!sweeps || plans.front().scenario.training)) {
+    throw_named(flags, writes, plans.front().swept_field,
+                plans.front().scenario.training
+                    ? "sweeps apply to all-reduce workloads; a training run takes one value"
+                    : "a list here sweeps, and this command runs one point (gradex run, simulate "
+                      "and validate take sweeps): give one value");
+  }
+  return plans;
+}
+
 }  // namespace
 
+std::vector<RunPlan> load_plans(const ScenarioFlags& flags) { return plans_of_points(flags, true); }
+
 RunPlan load_plan(const ScenarioFlags& flags) {
-  Scenario s = parse_with_fields(flags);  // its errors name the file or the flag
-  try {
-    return plan_with_overrides(flags, std::move(s));
-  } catch (const ConfigError& e) {
-    // Checks after parsing name a JSON pointer alone; flags name themselves.
-    if (e.field().rfind('/', 0) != 0) throw;
-    throw ConfigError(scenario_label(flags) + "#" + e.field(), e.reason());
-  }
+  return std::move(plans_of_points(flags, false).front());
 }
 
 void check_output_paths(const ScenarioFlags& flags, const Scenario& s) {

@@ -26,6 +26,7 @@ struct FieldFlags {
   std::string node;                       // /network/node
   std::string segment;                    // /segment_bytes
   double straggler_ms = -1;
+  std::vector<int> servers;  // --servers: /ps/servers, a sweep when several
 };
 
 struct ScenarioFlags {
@@ -35,7 +36,7 @@ struct ScenarioFlags {
   std::vector<int> workers;
   std::string output;
   bool no_output = false;
-  int servers = 0;          // > 0: overrides the scenario's ps.servers
+  int servers = 0;          // launch: > 0 overrides the scenario's ps.servers
   std::string transport;    // non-empty: overrides the scenario's transport
   bool unshaped = false;    // drop the scenario's network: the real one sets the pace
 };
@@ -50,7 +51,11 @@ void add_unshaped_flag(CLI::App& cmd, ScenarioFlags& flags);
 // The scenario file's path, or "(flags)" for a scenario made of flags.
 std::string scenario_label(const ScenarioFlags& flags);
 // Throws ConfigError naming the scenario field ("x.json#/sizes/0") or the
-// flag at fault.
+// flag at fault. load_plans gives one plan per point of the scenario's
+// sweeps (config/sweeps.h; run, simulate and validate take them; a
+// training workload runs one point); load_plan refuses a scenario that
+// sweeps.
+std::vector<RunPlan> load_plans(const ScenarioFlags& flags);
 RunPlan load_plan(const ScenarioFlags& flags);
 // How errors found after loading name a workload field: with the file, as
 // the parser names fields ("x.json#/workload/batch").

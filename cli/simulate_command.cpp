@@ -49,48 +49,28 @@ void print_line(std::ostream& out, const ResultRow& r, double wall_seconds) {
 
 Command add_simulate_command(CLI::App& parent) {
   auto flags = std::make_shared<ScenarioFlags>();
-  auto servers = std::make_shared<std::vector<int>>();
   CLI::App* cmd = parent.add_subcommand(
       "simulate", "run a scenario on the simulator: virtual time, phantom buffers, model beside it");
   add_scenario_flags(*cmd, *flags, true);
   cmd->add_option("-o,--output", flags->output,
                   "folder for results.csv and results.json (overrides the scenario's \"output\")");
   cmd->add_flag("--no-output", flags->no_output, "write no result files");
-  cmd->add_option("--servers", *servers, "parameter-server counts to sweep (e.g. 1,2,4)")
-      ->delimiter(',')
-      ->allow_extra_args(false)
-      ->check(CLI::Range(1, 1024));
   auto quiet = std::make_shared<bool>(false);
   cmd->add_flag("-q,--quiet", *quiet, "print no line per size (the result files hold them)");
-  return {cmd, [flags, servers, quiet] {
+  return {cmd, [flags, quiet] {
             std::ostream& out = std::cout;
-            const std::vector<int> sweep = servers->empty() ? std::vector<int>{0} : *servers;
-            {
-              ScenarioFlags f = *flags;
-              f.transport = "sim";
-              RunPlan plan = load_plan(f);
-              if (plan.scenario.training) {
-                if (!servers->empty()) {
-                  throw ConfigError("--servers", "sweeps apply to all-reduce workloads");
-                }
-                check_output_paths(f, plan.scenario);
-                return run_training_scenario(plan, f, *quiet, out);
-              }
-            }
+            ScenarioFlags f = *flags;
+            f.transport = "sim";
+            const std::vector<RunPlan> plans = load_plans(f);
+            const Scenario& scenario = plans.front().scenario;
+            check_output_paths(f, scenario);
+            if (scenario.training) return run_training_scenario(plans.front(), f, *quiet, out);
+            print_preamble(out, scenario);
+            out << "# simulated: virtual time, phantom buffers (values not checked); "
+                   "model = Scheme::model_time (alpha-beta)\n";
             std::vector<ResultRow> all;
-            Scenario scenario;
-            for (int k : sweep) {
-              ScenarioFlags f = *flags;
-              f.transport = "sim";
-              f.servers = k;
-              RunPlan plan = load_plan(f);
-              if (all.empty()) {
-                check_output_paths(f, plan.scenario);
-                print_preamble(out, plan.scenario);
-                out << "# simulated: virtual time, phantom buffers (values not checked); "
-                       "model = Scheme::model_time (alpha-beta)\n";
-              }
-              scenario = plan.scenario;
+            for (const RunPlan& plan : plans) {
+              if (!plan.sweep.empty()) out << "#\n# sweep point: " << plan.sweep << "\n";
               const PlannedRun* current = nullptr;
               auto last = std::chrono::steady_clock::now();
               auto rows = execute_plan(plan, [&](const PlannedRun& run, const ResultRow& row) {

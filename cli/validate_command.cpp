@@ -13,7 +13,8 @@ Command add_validate_command(CLI::App& parent) {
   CLI::App* cmd = parent.add_subcommand("validate", "check a scenario without running it");
   add_scenario_flags(*cmd, *flags, true);
   return {cmd, [flags] {
-            RunPlan plan = load_plan(*flags);
+            const std::vector<RunPlan> plans = load_plans(*flags);
+            const RunPlan& plan = plans.front();
             check_output_paths(*flags, plan.scenario);
             if (const auto& t = plan.scenario.training) {
               // Loads the data as a run would, to refuse the same plans.
@@ -25,8 +26,9 @@ Command add_validate_command(CLI::App& parent) {
               std::cout << scenario_label(*flags) << ": valid (train workload: " << runs << " runs)\n";
               return kExitOk;
             }
-            std::cout << scenario_label(*flags) << ": valid (" << plan.runs.size() << " runs x "
-                      << plan.scenario.sizes.size() << " sizes)\n";
+            std::cout << scenario_label(*flags) << ": valid (";
+            if (plans.size() > 1) std::cout << plans.size() << " sweep points x ";
+            std::cout << plan.runs.size() << " runs x " << plan.scenario.sizes.size() << " sizes)\n";
             return kExitOk;
           }};
 }

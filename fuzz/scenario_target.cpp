@@ -1,5 +1,6 @@
 // The scenario file as `gradex validate` reads it: through the same
-// load_plan as the command line, from a file, with no flags given.
+// load_plans as the command line (sweeps included), from a file, with no
+// flags given.
 #include "cli/scenario_flags.h"
 #include "common/errors.h"
 #include "fuzz/targets.h"
@@ -11,8 +12,8 @@ void scenario_input(Input bytes) {
   cli::ScenarioFlags flags;
   flags.scenario = file.path().string();
   try {
-    const RunPlan plan = cli::load_plan(flags);
-    (void)plan;
+    const std::vector<RunPlan> plans = cli::load_plans(flags);
+    (void)plans;
   } catch (const InvariantError&) {
     // The project's word for a bug inside gradex, never a verdict on input.
     throw;

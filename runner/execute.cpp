@@ -28,6 +28,7 @@ ResultRow result_row(const Scenario& sc, const PlannedRun& run, std::size_t coun
   row.source = m.simulated ? "simulated" : "measured";
   row.model_time = scheme.model_time(row.bytes, topo);
   row.chose = scheme.chosen_for(row.bytes);
+  row.sweep = run.sweep;
   row.traffic = m.traffic;
   for (int e = 0; e < endpoints; ++e) {
     const Traffic want = scheme.expected_traffic(e, count, sc.dtype);

@@ -29,6 +29,7 @@ struct ResultRow {
   bool checked = true;            // false: nothing was checked, `wrong` is empty
   std::string source = "measured";  // or "simulated" (virtual time)
   std::string chose;                // auto: the scheme it ran at this size
+  std::string sweep;                // the sweep point ("ps.servers=2"), if any
   // Link bytes sent by all endpoints / (summed egress capacity x time);
   // negative when the network is unshaped (no capacity to compare with).
   double utilisation = -1;

@@ -158,11 +158,20 @@ void print_summary(std::ostream& out, const Scenario& s, const std::vector<Resul
       << (mismatched == 0 ? "OK" : std::to_string(mismatched) + " rows differ FAILED") << "\n#\n";
 }
 
+// RFC 4180: a field holding a comma or a quote is quoted, quotes doubled
+// (a sweep label holds both: ps.servers=2 segment_bytes="1MiB").
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
 std::string results_csv(const std::vector<ResultRow>& rows) {
   std::ostringstream out;
   out << "scheme,workers,endpoints,bytes,count,dtype,op,time_s,time_min_s,time_max_s,algbw_Bps,"
          "busbw_Bps,wrong,utilisation,link_bytes,expected_link_bytes,traffic_matches,model_time_s,"
-         "source,chose\n";
+         "source,chose,sweep\n";
   out << std::setprecision(9);
   for (const ResultRow& r : rows) {
     out << r.scheme << ',' << r.workers << ',' << r.endpoints << ',' << r.bytes << ',' << r.count
@@ -173,7 +182,7 @@ std::string results_csv(const std::vector<ResultRow>& rows) {
     if (r.utilisation >= 0) out << r.utilisation;
     out << ',' << r.link_bytes << ',' << r.expected_link_bytes << ','
         << (r.traffic_matches ? "true" : "false") << ',' << r.model_time << ',' << r.source << ','
-        << r.chose << '\n';
+        << r.chose << ',' << csv_field(r.sweep) << '\n';
   }
   return out.str();
 }
@@ -198,6 +207,7 @@ nlohmann::json results_json(const Scenario& s, const std::vector<ResultRow>& row
     row["utilisation"] = r.utilisation >= 0 ? nlohmann::json(r.utilisation) : nlohmann::json();
     row["wrong"] = r.checked ? nlohmann::json(r.wrong) : nlohmann::json();
     row["chose"] = r.chose.empty() ? nlohmann::json() : nlohmann::json(r.chose);
+    row["sweep"] = r.sweep.empty() ? nlohmann::json() : nlohmann::json(r.sweep);
     auto& per = row["traffic"] = nlohmann::json::array();
     for (const Traffic& t : r.traffic) {
       per.push_back({{"bytes_sent", t.bytes_sent},

@@ -89,6 +89,8 @@ def kind_of(rows):
 
 def series_name(r, files):
     name = r["scheme"]
+    if r.get("sweep"):
+        name += f" ({r['sweep']})"
     return f"{name} [{r['_file']}]" if files > 1 else name
 
 

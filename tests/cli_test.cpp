@@ -132,7 +132,7 @@ TEST_F(Cli, AutoNamesTheSchemeItRanAtEachSize) {
   const auto rows = count_of(csv, "\nauto,");
   EXPECT_EQ(rows, 3u) << csv;
   for (const auto& e : gradex::scheme_registry()) {
-    if (e.name != "auto" && csv.find(",measured," + e.name + "\n") != std::string::npos) return;
+    if (e.name != "auto" && csv.find(",measured," + e.name + ",\n") != std::string::npos) return;
   }
   ADD_FAILURE() << "no row names a registered scheme in 'chose':\n" << csv;
 }
@@ -244,6 +244,62 @@ TEST_F(Cli, PlotDrawsGradexRowsBesideImportedNcclTests) {
   const Outcome help = gradex("plot --help");
   EXPECT_EQ(help.code, 0);
   EXPECT_NE(help.out.find("--kind"), std::string::npos) << help.out;
+}
+
+// A list at a sweepable field runs one point per value (per combination
+// when several sweep), in one table and one CSV whose rows name their
+// point; results.json re-runs the whole sweep; a bad value is named by
+// its index; the commands that run one point refuse a sweep.
+TEST_F(Cli, ListsAtSweepableFieldsRunEveryCombination) {
+  const fs::path sc = write("sweep.json", R"({"name": "sweep", "workers": 4, "schemes": ["ring", "ps"],
+      "sizes": ["1MiB"], "transport": "sim", "ps": {"servers": [1, 2]},
+      "network": {"inter_node": {"bandwidth": ["1GB/s", "10GB/s"], "latency": "5us"}}})");
+  const fs::path out = dir_ / "out";
+  const Outcome o = gradex("simulate " + sc.string() + " -o " + out.string());
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("# sweep point: ps.servers=2 network.inter_node.bandwidth=\"10GB/s\""),
+            std::string::npos)
+      << o.out;
+  const std::string csv = slurp(out / "results.csv");
+  EXPECT_EQ(count_of(csv, "\n"), 1u + 4u * 2u) << csv;  // 4 points x 2 schemes
+  EXPECT_NE(csv.find(",\"ps.servers=1 network.inter_node.bandwidth=\"\"1GB/s\"\"\"\n"),
+            std::string::npos)
+      << csv;
+  const auto doc = nlohmann::json::parse(slurp(out / "results.json"));
+  EXPECT_EQ(doc["scenario"]["ps"]["servers"], nlohmann::json::array({1, 2})) << doc["scenario"];
+  EXPECT_EQ(doc["results"][0]["sweep"], "ps.servers=1 network.inter_node.bandwidth=\"1GB/s\"");
+  const Outcome v = gradex("validate " + write("again.json", doc["scenario"].dump()).string());
+  ASSERT_EQ(v.code, 0) << v.err;
+  EXPECT_NE(v.out.find("4 sweep points x 2 runs x 1 sizes"), std::string::npos) << v.out;
+  // Each point ran its own values: the ring's time falls with the
+  // bandwidth (1 MiB at 1 and 10 GB/s), the PS's with the servers.
+  std::map<std::string, double> time;
+  std::istringstream lines(csv);
+  for (std::string line; std::getline(lines, line);) {
+    std::vector<std::string> f;
+    std::istringstream cells(line);
+    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    if (f.size() < 8 || f[0] == "scheme") continue;
+    const std::string point = line.substr(line.find(",simulated,,") + 12);
+    time[f[0] + " " + point] = std::stod(f[7]);
+  }
+  const std::string at1 = "\"ps.servers=1 network.inter_node.bandwidth=\"\"1GB/s\"\"\"";
+  const std::string at10 = "\"ps.servers=1 network.inter_node.bandwidth=\"\"10GB/s\"\"\"";
+  const std::string two = "\"ps.servers=2 network.inter_node.bandwidth=\"\"1GB/s\"\"\"";
+  ASSERT_EQ(time.size(), 8u) << csv;
+  EXPECT_GT(time["ring " + at1], 5 * time["ring " + at10]) << csv;
+  EXPECT_GT(time["ps " + at1], 1.5 * time["ps " + two]) << csv;
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"validate " + write("bad.json", R"({"name": "b", "sizes": [4], "ps": {"servers": [1, -2]}})").string(),
+            "bad.json#/ps/servers/1: must be between"},
+           {"validate " + write("empty.json", R"({"name": "b", "sizes": [4], "segment_bytes": []})").string(),
+            "empty.json#/segment_bytes: an empty list sweeps nothing"},
+           {"launch -n 4 " + sc.string() + " --transport tcp", "sweep.json#/ps/servers: a list here sweeps"},
+           {"tune -b 4K --servers 1,2 -o " + out.string(), "--servers: a list here sweeps"}}) {
+    const Outcome bad = gradex(args);
+    EXPECT_EQ(bad.code, 2) << args << ": " << bad.output();
+    EXPECT_NE(bad.err.find(message), std::string::npos) << args << ": " << bad.err;
+  }
 }
 
 // nccl-tests' habit: a run from flags alone. The scenario it embeds holds

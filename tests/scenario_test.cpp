@@ -10,6 +10,7 @@
 #include "config/link_presets.h"
 #include "config/node_presets.h"
 #include "config/scenario.h"
+#include "config/sweeps.h"
 #include "runner/group_run.h"
 #include "runner/plan.h"
 #include "train/train_job.h"
@@ -164,6 +165,38 @@ TEST(Scenario, ANodePresetSetsRanksLinksAndNics) {
     EXPECT_NO_THROW(find_link_preset(p.intra_node, std::string(p.name)));
     EXPECT_NO_THROW(find_link_preset(p.inter_node, std::string(p.name)));
   }
+}
+
+// Sweeps: the first swept field varies slowest; each point holds one
+// value per field and says which; a list of link presets sweeps the link
+// and nothing inside it; a point's error is named by the value's index.
+TEST(Sweeps, ExpandIntoEveryCombination) {
+  const auto doc = nlohmann::json::parse(R"({"name": "s", "sizes": [4], "workers": [2, 4],
+      "segment_bytes": ["64KiB", "1MiB"], "ps": {"servers": [1, 2, 3]},
+      "network": {"inter_node": ["ib_hdr_200g", "ib_ndr_400g"]}})");
+  const std::vector<SweepPoint> points = expand_sweeps(doc);
+  ASSERT_EQ(points.size(), 2u * 3u * 2u);
+  EXPECT_EQ(points[0].label,
+            "segment_bytes=\"64KiB\" ps.servers=1 network.inter_node=\"ib_hdr_200g\"");
+  EXPECT_EQ(points[1].label,
+            "segment_bytes=\"64KiB\" ps.servers=1 network.inter_node=\"ib_ndr_400g\"");
+  EXPECT_EQ(points.back().label,
+            "segment_bytes=\"1MiB\" ps.servers=3 network.inter_node=\"ib_ndr_400g\"");
+  for (const SweepPoint& p : points) {
+    const Scenario s = parse_scenario(p.document);  // every point is a valid scenario
+    EXPECT_EQ(s.workers, (std::vector<int>{2, 4})) << "workers sweep inside each point";
+  }
+  EXPECT_EQ(parse_scenario(points[3].document).ps_servers, 2);
+  EXPECT_EQ(sweep_pointer(points[3], "/ps/servers"), "/ps/servers/1");
+  EXPECT_EQ(sweep_pointer(points[3], "/network/inter_node/preset"), "/network/inter_node/1/preset");
+  EXPECT_EQ(sweep_pointer(points[3], "/sizes/0"), "/sizes/0");
+  const auto one = expand_sweeps(nlohmann::json::parse(R"({"name": "s", "sizes": [4]})"));
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].label, "");
+  nlohmann::json many = nlohmann::json::parse(R"({"name": "s", "sizes": [4]})");
+  many["ps"]["servers"] = std::vector<int>(20, 1);
+  many["segment_bytes"] = std::vector<int>(20, 1024);
+  EXPECT_THROW(expand_sweeps(many), ConfigError);
 }
 
 TEST(Scenario, AMisspeltKeyOrSchemeGetsASuggestion) {
