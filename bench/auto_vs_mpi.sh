@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # auto, tuned, against the fastest single scheme and MPI_Allreduce over tcp
 # processes (scenarios/bench_auto.json: 4 workers, 4 KiB to 64 MiB).
-#   1. gradex tune measures auto's candidates (tcp between threads of one
-#      process: tune does not run under mpirun) and writes tuned.json;
+#   1. gradex tune --processes measures auto's candidates over tcp, one
+#      process per rank as gradex launch runs them, and writes tuned.json;
 #   2. ROUNDS rounds (default 4), each one mpirun running auto with that
 #      table, every candidate and MPI_Allreduce one after the other, the
 #      order reversed every round; MPI is held to its TCP transport over
@@ -33,7 +33,7 @@ trap 'rm -rf "$scratch"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 echo "auto_vs_mpi: tuning" >&2
-"$gradex" tune scenarios/bench_auto.json -o "$scratch/tuned" > "$scratch/tune.txt"
+"$gradex" tune scenarios/bench_auto.json --processes -o "$scratch/tuned" > "$scratch/tune.txt"
 # The candidates, as tune measured them; the scenario with the table.
 candidates=$(/usr/bin/python3 -c 'import json, sys
 t = json.load(open(sys.argv[1]))

@@ -60,16 +60,7 @@ std::vector<std::string> participant_args(const LaunchFlags& f) {
 }
 
 int run_launcher(const LaunchFlags& f, const RunPlan& plan) {
-  const int size = group_size(plan);
-  const char* token = std::getenv("GRADEX_TOKEN");
-  const EnvVars env = {
-      {"GRADEX_RENDEZVOUS", free_loopback_rendezvous()},
-      {"GRADEX_TOKEN", token && *token ? token : random_token()},
-  };
-  throw_if_cancelled();  // a signal before the ranks start: start none
-  const auto children = spawn_ranks(participant_args(f), size, env);
-  // After a failure the survivors end within their own wait timeout.
-  return supervise(children, plan.scenario.timeout + std::chrono::seconds(5), std::cerr);
+  return launch_local_group(participant_args(f), group_size(plan), plan.scenario.timeout);
 }
 
 int run_participant(const LaunchEnv& env, const LaunchFlags& f, const RunPlan& plan) {

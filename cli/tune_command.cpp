@@ -1,9 +1,13 @@
 // gradex tune: measures every candidate of the auto scheme at each of the
-// scenario's sizes and worker counts on its (real) transport, in rounds
+// scenario's sizes and worker counts on its (real) transport, between
+// threads or (--processes) as `gradex launch` runs it, in rounds
 // whose order reverses each time, and writes OUT/tuned.json: per size the
 // scheme with the lowest median time over the rounds, and every
 // candidate's time. A scenario's "auto": {"table": "OUT/tuned.json"} then
 // makes auto run those choices (NCCL's tuner plug-ins; Horovod's autotune).
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <iomanip>
@@ -15,9 +19,11 @@
 #include "cli/scenario_flags.h"
 #include "common/errors.h"
 #include "common/units.h"
+#include "config/json_file.h"
 #include "config/tuned_table_file.h"
 #include "runner/atomic_file.h"
 #include "runner/execute.h"
+#include "runner/join_group.h"
 #include "runner/machine.h"
 #include "runner/measure.h"
 #include "runner/output_paths.h"
@@ -35,7 +41,76 @@ constexpr int kDefaultRounds = 3;
 struct TuneFlags {
   ScenarioFlags scenario;
   int rounds = kDefaultRounds;
+  bool processes = false;  // each round as `gradex launch`: one process per rank
 };
+
+// A folder of its own for the rounds run as processes, removed at the end.
+class ScratchFolder {
+ public:
+  ScratchFolder()
+      : path_(std::filesystem::temp_directory_path() /
+              ("gradex_tune_" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchFolder() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// One round on `workers` as processes: the scenario with these workers,
+// schemes and output written to a file, launched as `gradex launch` would
+// run it, its rows read back from results.json.
+std::vector<ResultRow> launched_round(const Scenario& sc, int workers,
+                                      const std::vector<std::string>& order, int round,
+                                      const ScratchFolder& scratch) {
+  nlohmann::json doc = sc.source;
+  doc["workers"] = workers;
+  doc["schemes"] = order;
+  const std::filesystem::path out = scratch.path() / ("round_" + std::to_string(round));
+  doc["output"] = out.string();
+  const std::filesystem::path file = scratch.path() / "scenario.json";
+  write_files_atomically({{file, doc.dump(2)}});
+  // Rank 0's tables would interleave with tune's own: its stdout goes to
+  // a file beside the results (errors still reach stderr).
+  std::cout.flush();
+  const int saved = ::dup(STDOUT_FILENO);
+  const int log = ::open((scratch.path() / "launch.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (saved < 0 || log < 0) throw Error("tune: cannot set aside stdout for the launched ranks");
+  ::dup2(log, STDOUT_FILENO);
+  ::close(log);
+  int code = 0;
+  try {
+    code = launch_local_group({"launch", file.string(), "-n", std::to_string(workers), "-q"},
+                              workers, sc.timeout);
+  } catch (...) {
+    ::dup2(saved, STDOUT_FILENO);
+    ::close(saved);
+    throw;
+  }
+  ::dup2(saved, STDOUT_FILENO);
+  ::close(saved);
+  if (code != 0) {
+    throw Error(detail::concat("tune: round ", round, " on ", workers,
+                               " processes failed (gradex launch exited with ", code, ")"));
+  }
+  const nlohmann::json results = read_json_file(out / "results.json");
+  std::vector<ResultRow> rows;
+  for (const auto& r : results.at("results")) {
+    ResultRow row;
+    row.scheme = r.at("scheme").get<std::string>();
+    row.bytes = r.at("bytes").get<std::size_t>();
+    row.time = r.at("time_s").get<double>();
+    row.wrong = r.at("wrong").is_null() ? 0 : r.at("wrong").get<std::size_t>();
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
 
 // auto's candidates on `workers`, as the plan would make it.
 std::vector<std::string> candidates_at(const TuneFlags& f, int workers) {
@@ -54,6 +129,7 @@ using Times = std::map<std::size_t, std::map<std::string, std::vector<double>>>;
 Times measure_rounds(const TuneFlags& f, int workers, std::ostream& out) {
   std::vector<std::string> order = candidates_at(f, workers);
   Times times;
+  const ScratchFolder scratch;
   for (int round = 1; round <= f.rounds; ++round) {
     ScenarioFlags one = f.scenario;
     one.workers = {workers};
@@ -61,8 +137,12 @@ Times measure_rounds(const TuneFlags& f, int workers, std::ostream& out) {
     one.no_output = true;
     out << "# " << workers << " workers, round " << round << " of " << f.rounds << ":";
     for (const std::string& name : order) out << " " << name;
-    out << std::endl;
-    for (const ResultRow& row : execute_plan(load_plan(one), [](const auto&, const auto&) {})) {
+    out << (f.processes ? " (as processes)" : "") << std::endl;
+    const RunPlan plan = load_plan(one);
+    const std::vector<ResultRow> rows =
+        f.processes ? launched_round(plan.scenario, workers, order, round, scratch)
+                    : execute_plan(plan, [](const auto&, const auto&) {});
+    for (const ResultRow& row : rows) {
       if (row.wrong != 0) {
         throw InvariantError(row.scheme + " reduced " + std::to_string(row.wrong) +
                              " values wrongly at " + std::to_string(row.bytes) + " bytes");
@@ -114,10 +194,14 @@ int tune(const TuneFlags& f, std::ostream& out) {
     throw ConfigError(scenario_label(f.scenario) + "#/auto/table",
                       "tune writes a table; it does not read one");
   }
+  if (f.processes && sc.transport == "inproc") {
+    throw ConfigError("--processes", "applies to tcp and zmq (in-process ranks are threads)");
+  }
   if (sc.output.empty()) throw ConfigError("-o", "missing: the folder for tuned.json");
   check_output_folder(sc.output, f.scenario.output.empty() ? scenario_label(f.scenario) + "#/output" : "-o");
   out << provenance_line() << "\n# gradex tune: " << scenario_label(f.scenario) << ", transport "
-      << sc.transport << ", " << f.rounds << " rounds, order reversed each round\n";
+      << sc.transport << (f.processes ? " between processes" : "") << ", " << f.rounds
+      << " rounds, order reversed each round\n";
   std::vector<TunedSize> sizes;
   for (int workers : sc.workers) {
     for (const auto& [bytes, per_scheme] : measure_rounds(f, workers, out)) {
@@ -132,6 +216,7 @@ int tune(const TuneFlags& f, std::ostream& out) {
   for (const TunedSize& s : sizes) print_choice(out, s);
   const nlohmann::json about = {{"machine", describe_machine()},
                                 {"rounds", f.rounds},
+                                {"processes", f.processes},
                                 {"scenario", sc.source}};
   const std::filesystem::path file = std::filesystem::path(sc.output) / "tuned.json";
   write_files_atomically({{file, tuned_table_json(sc.transport, sizes, about).dump(2) + "\n"}});
@@ -151,6 +236,8 @@ Command add_tune_command(CLI::App& parent) {
   cmd->add_option("-o,--output", flags->scenario.output,
                   "folder for tuned.json (overrides the scenario's \"output\")");
   cmd->add_option("--rounds", flags->rounds, "rounds, each candidate's order reversed (default 3)");
+  cmd->add_flag("--processes", flags->processes,
+                "run each round as gradex launch does, one process per rank (tcp, zmq)");
   add_unshaped_flag(*cmd, flags->scenario);
   return {cmd, [flags] { return tune(*flags, std::cout); }};
 }

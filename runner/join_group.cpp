@@ -5,10 +5,14 @@
 
 #include <boost/asio.hpp>
 
+#include <cstdlib>
+#include <iostream>
 #include <vector>
 
+#include "common/cancel.h"
 #include "common/debug_log.h"
 #include "common/errors.h"
+#include "runner/spawn.h"
 #include "transport/rendezvous.h"
 #include "transport/wire/auth.h"
 
@@ -21,6 +25,19 @@ std::string free_loopback_rendezvous() {
 }
 
 std::string random_token() { return wire::random_hex(32); }
+
+int launch_local_group(const std::vector<std::string>& args, int size,
+                       std::chrono::milliseconds timeout) {
+  const char* token = std::getenv("GRADEX_TOKEN");
+  const EnvVars env = {
+      {"GRADEX_RENDEZVOUS", free_loopback_rendezvous()},
+      {"GRADEX_TOKEN", token && *token ? token : random_token()},
+  };
+  throw_if_cancelled();  // a signal before the ranks start: start none
+  const auto children = spawn_ranks(args, size, env);
+  // After a failure the survivors end within their own wait timeout.
+  return supervise(children, timeout + std::chrono::seconds(5), std::cerr);
+}
 
 std::unique_ptr<GroupEndpoint> join_group(const LaunchEnv& env, const std::string& transport,
                                           int size, TransportOptions options) {

@@ -4,8 +4,10 @@
 // every peer it learns of.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runner/launch_env.h"
 #include "transport/group_endpoint.h"
@@ -21,6 +23,14 @@ std::string free_loopback_rendezvous();
 // 32 random bytes (hex) from the CSPRNG: the run's token when the user gives
 // none, the ranks' only defence on a shared host.
 std::string random_token();
+
+// Runs `size` copies of this executable on this machine with `args`
+// (argv[1..]: a `launch` command line), meeting at a free loopback
+// rendezvous with the environment's GRADEX_TOKEN or a random one, and
+// waits for them all (runner/spawn.h: one failing ends the rest within
+// `timeout` plus a grace). Returns the launcher's exit code.
+int launch_local_group(const std::vector<std::string>& args, int size,
+                       std::chrono::milliseconds timeout);
 
 // This process's endpoint of `transport` in a group of `size`, connected:
 // env gives the rank, the store, the token and the addresses; `options`

@@ -189,11 +189,24 @@ TEST_F(Cli, TuneWritesATableThatAutoRuns) {
            {"tune -n 2 -b 4K -s ring -o " + out.string(), "--schemes: tune measures auto's candidates"},
            {"tune -n 2 -b 4K --transport sim -o " + out.string(), "--transport: tune measures a real transport"},
            {"tune -n 2 -b 4K", "-o: missing"},
-           {"tune -n 2 -b 4K --rounds 0 -o " + out.string(), "--rounds: must be at least 1"}}) {
+           {"tune -n 2 -b 4K --rounds 0 -o " + out.string(), "--rounds: must be at least 1"},
+           {"tune -n 2 -b 4K --processes -o " + out.string(), "--processes: applies to tcp and zmq"}}) {
     const Outcome bad = gradex(args);
     EXPECT_EQ(bad.code, 2) << args;
     EXPECT_NE(bad.err.find(message), std::string::npos) << args << ": " << bad.err;
   }
+  // Tuned as gradex launch runs: one process per rank, over tcp; the
+  // launched rank 0's tables stay out of tune's output.
+  const fs::path tcp = dir_ / "tcp";
+  const Outcome p = gradex("tune -n 2 -b 4KiB --iters 1 --warmup 0 --rounds 1 --transport tcp "
+                           "--processes -o " + tcp.string());
+  ASSERT_EQ(p.code, 0) << p.output();
+  EXPECT_NE(p.out.find("transport tcp between processes"), std::string::npos) << p.out;
+  EXPECT_EQ(p.out.find("Avg bus bandwidth"), std::string::npos) << p.out;
+  const auto launched = nlohmann::json::parse(slurp(tcp / "tuned.json"));
+  EXPECT_EQ(launched["transport"], "tcp");
+  EXPECT_EQ(launched["about"]["processes"], true);
+  EXPECT_EQ(launched["choices"].size(), 1u);
   // A table that is not one names the value at fault.
   const fs::path broken = write("broken.json", R"({"transport": "inproc", "choices": [{"workers": 2}]})");
   const fs::path uses = write("uses.json", R"({"name": "a", "workers": 2, "schemes": ["auto"],
