@@ -3,10 +3,13 @@
 # processes (scenarios/bench_auto.json: 4 workers, 4 KiB to 64 MiB).
 #   1. gradex tune --processes measures auto's candidates over tcp, one
 #      process per rank as gradex launch runs them, and writes tuned.json;
-#   2. ROUNDS rounds (default 4), each one mpirun running auto with that
+#   2. ROUNDS rounds (default 9), each one mpirun running auto with that
 #      table, every candidate and MPI_Allreduce one after the other, the
-#      order reversed every round; MPI is held to its TCP transport over
-#      loopback (--mca btl tcp,self), as gradex's transports are.
+#      order rotated by one every round: the first and the last run of a
+#      process are not like the others (start-up, then the machine's state
+#      after minutes of runs), and over 9 rounds each of the 9 takes every
+#      place once. MPI is held to its TCP transport over loopback
+#      (--mca btl tcp,self), as gradex's transports are.
 #
 # Writes OUT/tuned.json (the table) and tune.txt (what tune printed),
 # OUT/rounds.csv (every round's median time of every scheme) and
@@ -15,7 +18,7 @@
 #
 # Usage: bash bench/auto_vs_mpi.sh [BUILD_FOLDER] [OUT_FOLDER]
 #   defaults: build/default results/bench_auto
-#   environment: ROUNDS (default 4)
+#   environment: ROUNDS (default 9)
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -44,11 +47,14 @@ s["auto"] = {"table": sys.argv[2]}
 json.dump(s, open(sys.argv[3], "w"))' scenarios/bench_auto.json "$scratch/tuned/tuned.json" \
   "$scratch/bench_auto_tuned.json"
 
-rounds="${ROUNDS:-4}"
+rounds="${ROUNDS:-9}"
 workers=4
+IFS=, read -r -a schemes <<< "auto,$candidates,mpi"
 for (( k = 1; k <= rounds; k++ )); do
-  order="auto,$candidates,mpi"
-  (( k % 2 == 0 )) && order=$(echo "$order" | tr ',' '\n' | tac | paste -sd,)
+  # Round k starts at the k-th scheme and wraps around.
+  order=$(for (( i = 0; i < ${#schemes[@]}; i++ )); do
+            echo "${schemes[(i + k - 1) % ${#schemes[@]}]}"
+          done | paste -sd,)
   port=$(( 29000 + RANDOM % 20000 ))
   echo "auto_vs_mpi: round $k of $rounds ($order)" >&2
   timeout 1800 mpirun -n "$workers" --oversubscribe --bind-to none \

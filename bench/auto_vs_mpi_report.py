@@ -42,7 +42,7 @@ def table(rows):
     rounds = sorted({r["round"] for r in rows})
     lines = ["# auto, tuned, against the single schemes and MPI_Allreduce over tcp", "",
              f"4 workers as 4 processes on one 2-core machine, unshaped loopback, {len(rounds)} "
-             "rounds (the order of the schemes reversed every round). Each time is the median of "
+             "rounds (the order of the schemes rotated by one every round). Each time is the median of "
              "a run's timed iterations. Best single: the scheme with the lowest median over the "
              "rounds; per-round fastest: the least of the single schemes' times in each round "
              "(median and range of auto's ratio to it).", "",
