@@ -169,6 +169,17 @@ MPI_Comm mpi_prefix_comm(int n) {
   return comm;
 }
 
+std::string mpi_broadcast_from_rank0(const std::string& text, std::chrono::milliseconds timeout) {
+  const MpiDeadline deadline(timeout, "the rendezvous broadcast (MPI_Bcast)");
+  int length = static_cast<int>(text.size());
+  mpi_check(MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  GRADEX_ENFORCE(length >= 0 && length <= 4096, "a rendezvous address of ", length, " bytes");
+  std::string out = text;
+  out.resize(static_cast<std::size_t>(length));
+  mpi_check(MPI_Bcast(out.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  return out;
+}
+
 MpiDeadline::MpiDeadline(std::chrono::milliseconds timeout, std::string what) {
   std::lock_guard lock(job_mutex);
   active_job().watchdog->arm(std::chrono::steady_clock::now() + timeout, std::move(what));

@@ -5,6 +5,7 @@
 // (MPI_Init) when it finds itself started that way.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 namespace gradex {
@@ -21,6 +22,12 @@ bool mpi_job_active();
 // finalize() leaves it cleanly and is collective: every rank calls it. An
 // error path that skips it leaves the job unfinalised, and mpirun then ends
 // the other ranks (the launcher's own fault handling).
+// Every rank of the MPI job gets rank 0's `text` (MPI_Bcast over
+// MPI_COMM_WORLD), within `timeout` (a watchdog ends the process past it):
+// how a launched run learns rank 0's rendezvous under mpirun when none was
+// given. Needs an active job.
+std::string mpi_broadcast_from_rank0(const std::string& text, std::chrono::milliseconds timeout);
+
 class MpiJob {
  public:
   MpiJob();  // throws ConfigError when gradex was built without MPI

@@ -24,6 +24,7 @@
 #include "cli/scenario_flags.h"
 #include "runner/train_plan.h"
 #include "common/cancel.h"
+#include "common/debug_log.h"
 #include "common/errors.h"
 #include "transport/group_endpoint.h"
 #include "runner/group_run.h"
@@ -153,7 +154,7 @@ Command add_launch_command(CLI::App& parent) {
   add_unshaped_flag(*cmd, f->scenario);
   return {cmd, [f] {
             if (f->workers > 0) f->scenario.workers = {f->workers};
-            const auto env = launch_env([](const char* name) { return std::getenv(name); });
+            auto env = launch_env([](const char* name) { return std::getenv(name); });
             // Started by mpirun: join its MPI job before planning, so that
             // the MPI baselines can be planned and run next to our schemes.
             std::optional<MpiJob> mpi;
@@ -171,6 +172,20 @@ Command add_launch_command(CLI::App& parent) {
             // Checked where the files are written: by rank 0, and by the
             // launcher before any rank starts.
             if (!env || env->rank == 0) check_output_paths(f->scenario, plan.scenario);
+            if (env && env->rendezvous.empty()) {
+              // Under mpirun without GRADEX_RENDEZVOUS: rank 0 picks a free
+              // port where it will host the store and the job tells everyone.
+              if (!mpi) {
+                throw ConfigError("GRADEX_RENDEZVOUS",
+                                  "missing: set it to host:port where rank 0 hosts the rendezvous "
+                                  "store (gradex was built without MPI to learn it from mpirun)");
+              }
+              env->rendezvous = mpi_broadcast_from_rank0(
+                  env->rank == 0 ? free_rendezvous(env->bind_host, env->advertise) : std::string(),
+                  plan.scenario.timeout);
+              GRADEX_DEBUG_LOG("rank ", env->rank, ": rendezvous ", env->rendezvous,
+                               " learnt from the MPI job");
+            }
             if (env) {
               const int code = run_participant(*env, *f, plan);
               if (mpi) mpi->finalize();

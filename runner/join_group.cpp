@@ -18,11 +18,18 @@
 
 namespace gradex {
 
-std::string free_loopback_rendezvous() {
+std::string free_rendezvous(const std::string& bind_host, const std::string& advertise_host) {
   boost::asio::io_context io;
-  boost::asio::ip::tcp::acceptor a(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
-  return "127.0.0.1:" + std::to_string(a.local_endpoint().port());
+  boost::system::error_code ec;
+  const auto address = boost::asio::ip::make_address(bind_host, ec);
+  if (ec) throw ConfigError("GRADEX_BIND", "'" + bind_host + "' is not an IP address");
+  boost::asio::ip::tcp::acceptor a(io, {address, 0});
+  const std::string host =
+      advertise_host.find(':') == std::string::npos ? advertise_host : "[" + advertise_host + "]";
+  return host + ":" + std::to_string(a.local_endpoint().port());
 }
+
+std::string free_loopback_rendezvous() { return free_rendezvous("127.0.0.1", "127.0.0.1"); }
 
 std::string random_token() { return wire::random_hex(32); }
 

@@ -19,6 +19,10 @@ namespace gradex {
 // program could take the port before rank 0 binds it; rank 0 then fails
 // with a clear error.
 std::string free_loopback_rendezvous();
+// "<advertise_host>:<a port free on bind_host now>": rank 0's store when the
+// job, not a variable, tells the ranks where it is (mpirun). Throws
+// ConfigError naming GRADEX_BIND when bind_host is no IP address.
+std::string free_rendezvous(const std::string& bind_host, const std::string& advertise_host);
 
 // 32 random bytes (hex) from the CSPRNG: the run's token when the user gives
 // none, the ranks' only defence on a shared host.

@@ -1,6 +1,7 @@
 #include "runner/launch_env.h"
 
 #include <charconv>
+#include <string_view>
 
 #include "common/errors.h"
 #include "transport/wire/auth.h"
@@ -21,6 +22,14 @@ int parse_int(const char* name, const char* text, int lo, int hi) {
                                 std::to_string(hi) + "]");
   }
   return v;
+}
+
+bool given_rendezvous(const std::function<const char*(const char*)>& get) {
+  for (const char* name : {"GRADEX_RENDEZVOUS", "MASTER_ADDR"}) {
+    const char* v = get(name);
+    if (v != nullptr && *v != '\0') return true;
+  }
+  return false;
 }
 
 // GRADEX_RENDEZVOUS, else torch's MASTER_ADDR:MASTER_PORT: the store rank 0
@@ -65,7 +74,10 @@ std::optional<LaunchEnv> launch_env(const std::function<const char*(const char*)
     env.size_variable = src.size;
     env.size = parse_int(src.size, size, 1, 4096);
     env.rank = parse_int(src.rank, rank, 0, env.size - 1);
-    env.rendezvous = rendezvous(get);
+    // Under Open MPI's mpirun the job itself can carry rank 0's address
+    // (cli/launch_command.cpp broadcasts it): no variable needed.
+    const bool mpi = std::string_view(src.label) == "OMPI";
+    env.rendezvous = mpi && !given_rendezvous(get) ? std::string() : rendezvous(get);
     const char* token = get("GRADEX_TOKEN");
     env.token = token ? token : "";
     const char* bind = get("GRADEX_BIND");

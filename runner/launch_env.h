@@ -14,7 +14,8 @@ struct LaunchEnv {
   int rank = 0;
   int size = 1;
   // host:port of the store rank 0 hosts: GRADEX_RENDEZVOUS, or torch's
-  // MASTER_ADDR and MASTER_PORT
+  // MASTER_ADDR and MASTER_PORT; empty under Open MPI's mpirun without
+  // either: the MPI job then carries rank 0's (cli/launch_command.cpp).
   std::string rendezvous;
   std::string token;       // GRADEX_TOKEN; must match on every rank
   std::string bind_host;   // GRADEX_BIND, default 127.0.0.1 (loopback only)

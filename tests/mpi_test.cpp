@@ -56,13 +56,15 @@ class Mpirun : public testing::ProcessTest {
   }
   // mpirun over loopback TCP, as root if need be; Open MPI's allocations
   // that live until exit are not gradex's leaks.
-  std::string mpirun(int n) const {
+  // `rendezvous` false: no GRADEX_RENDEZVOUS, the MPI job carries it.
+  std::string mpirun(int n, bool rendezvous = true) const {
     return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
            "ASAN_OPTIONS=detect_leaks=0 timeout 120 mpirun -n " +
            std::to_string(n) +
            " --oversubscribe --mca btl tcp,self --mca pml ob1 --mca btl_tcp_if_include lo "
-           "-x ASAN_OPTIONS -x GRADEX_RENDEZVOUS=127.0.0.1:" +
-           std::to_string(free_port()) + " -x GRADEX_TOKEN=t " + kGradex + " launch ";
+           "-x ASAN_OPTIONS " +
+           (rendezvous ? "-x GRADEX_RENDEZVOUS=127.0.0.1:" + std::to_string(free_port()) + " " : "") +
+           "-x GRADEX_TOKEN=t " + kGradex + " launch ";
   }
 };
 
@@ -87,6 +89,21 @@ TEST_F(Mpirun, BaselinesBesideTheRingInOneTable) {
       EXPECT_NE(o.find("Out of bounds values : 0 OK"), std::string::npos) << o;
     }
   }
+}
+
+// Under mpirun no rendezvous variable is needed: rank 0 picks a free port
+// and the MPI job broadcasts where its store listens.
+TEST_F(Mpirun, FormsTheGroupWithoutARendezvousVariable) {
+  const auto sc = write("m.json", R"({"name": "m", "transport": "tcp", "workers": 4,
+      "sizes": [4096], "iters": 2, "warmup_iters": 1, "schemes": ["ring", "mpi"],
+      "timeout_ms": 20000})");
+  ASSERT_EQ(shell("GRADEX_DEBUG=1 " + mpirun(4, false) + sc.string() + " --no-output"), 0)
+      << out() << err();
+  EXPECT_NE(out().find("launched: 4 processes over tcp (ranks from OMPI variables)"),
+            std::string::npos)
+      << out();
+  EXPECT_NE(out().find("Out of bounds values : 0 OK"), std::string::npos) << out();
+  EXPECT_NE(err().find("rank 3: rendezvous 127.0.0.1:"), std::string::npos) << err();
 }
 
 TEST_F(Mpirun, BaselineOnTheWorkersOfALargerJob) {
