@@ -19,11 +19,17 @@ import sys
 COLUMNS = ["scheme", "workers", "endpoints", "bytes", "count", "dtype", "op", "time_s",
            "time_min_s", "time_max_s", "algbw_Bps", "busbw_Bps", "wrong", "utilisation",
            "link_bytes", "expected_link_bytes", "traffic_matches", "model_time_s", "source",
-           "chose"]
+           "chose", "sweep"]
 # nccl-tests' type names, as gradex names its dtypes.
 DTYPES = {"float": "f32", "double": "f64", "half": "f16", "bfloat16": "bf16", "int32": "i32",
           "int": "i32", "int8": "i8", "uint8": "u8", "int64": "i64", "uint64": "u64",
           "uint32": "u32"}
+
+
+def fail(message):
+    """Bad input: the message on stderr and exit 2, as gradex does."""
+    print(message, file=sys.stderr)
+    sys.exit(2)
 
 
 def parse(lines, in_place):
@@ -38,7 +44,7 @@ def parse(lines, in_place):
         if len(fields) == 13:
             fields = fields[:4] + fields[5:]
         if len(fields) != 12:
-            sys.exit(f"import_nccl_tests: line {number}: expected 12 or 13 columns, got "
+            fail(f"import_nccl_tests: line {number}: expected 12 or 13 columns, got "
                      f"{len(fields)}: {line.strip()}")
         size, count, dtype, op = fields[:4]
         time, algbw, busbw, wrong = fields[8:12] if in_place else fields[4:8]
@@ -48,7 +54,7 @@ def parse(lines, in_place):
                          "busbw_Bps": float(busbw) * 1e9,
                          "wrong": "" if wrong == "N/A" else int(wrong)})
         except ValueError as e:
-            sys.exit(f"import_nccl_tests: line {number}: {e}: {line.strip()}")
+            fail(f"import_nccl_tests: line {number}: {e}: {line.strip()}")
     return ranks, rows
 
 
@@ -60,14 +66,21 @@ def main():
     parser.add_argument("--ranks", type=int, default=0, help="default: the log's Rank lines")
     parser.add_argument("--in-place", action="store_true")
     args = parser.parse_args()
-    with open(args.log, errors="replace") as f:
-        ranks, rows = parse(f.read().splitlines(), args.in_place)
+    try:
+        with open(args.log, errors="replace") as f:
+            ranks, rows = parse(f.read().splitlines(), args.in_place)
+    except OSError as e:
+        fail(f"import_nccl_tests: {args.log}: {e.strerror}")
     ranks = args.ranks or ranks
     if not rows:
-        sys.exit(f"import_nccl_tests: {args.log}: no data lines (is it an nccl-tests log?)")
+        fail(f"import_nccl_tests: {args.log}: no data lines (is it an nccl-tests log?)")
     if ranks < 1:
-        sys.exit(f"import_nccl_tests: {args.log}: no '# Rank' lines; give --ranks")
-    with open(args.output, "w", newline="") as f:
+        fail(f"import_nccl_tests: {args.log}: no '# Rank' lines; give --ranks")
+    try:
+        out = open(args.output, "w", newline="")
+    except OSError as e:
+        fail(f"import_nccl_tests: -o {args.output}: {e.strerror}")
+    with out as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS, restval="", lineterminator="\n")
         w.writeheader()
         for r in rows:

@@ -37,6 +37,12 @@ MAX_PANELS = 4
 plt.rcParams["axes.prop_cycle"] = cycler(color=plt.get_cmap("tab20").colors)
 
 
+def fail(message):
+    """Bad input: the message on stderr and exit 2, as gradex does."""
+    print(message, file=sys.stderr)
+    sys.exit(2)
+
+
 def size_label(nbytes, _pos=None):
     """1K, 4M, 1G as nccl-tests prints sizes (binary units), and a size
     that is no whole number of them in decimal ones (1 GB = 1e9 bytes)."""
@@ -62,25 +68,52 @@ def recorded_source(path):
     return "simulated" if transport == "sim" else "measured"
 
 
+# The columns each figure reads, and which of them are numbers.
+COLUMNS = {
+    "busbw": {"scheme": str, "workers": int, "bytes": int, "time_s": float, "busbw_Bps": float},
+    "scaling": {"scheme": str, "workers": int, "bytes": int, "time_s": float},
+    "training": {"scheme": str, "workers": int, "epoch": int, "train_loss": float,
+                 "test_accuracy": float, "train_seconds": float},
+}
+
+
 def read(path):
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        fail(f"plot: {path}: {e}")
     if not rows:
-        sys.exit(f"plot: {path}: no rows")
+        fail(f"plot: {path}: no rows")
     label = os.path.basename(os.path.dirname(os.path.abspath(path))) or path
     source = None if "source" in rows[0] else recorded_source(path)
-    for r in rows:
-        r["_file"] = label
+    for line, r in enumerate(rows, 2):
+        r["_file"], r["_where"] = label, f"{path}:{line}"
         if source:
             r["source"] = source
     return rows
+
+
+def check(rows, kind):
+    """Every row has the figure's columns, numbers where numbers belong:
+    otherwise the file, the line and the column are named."""
+    for r in rows:
+        for column, kind_of_value in COLUMNS[kind].items():
+            value = r.get(column)
+            if value is None:
+                fail(f"plot: {r['_where']}: no '{column}' column (a {kind} figure needs it)")
+            try:
+                kind_of_value(value)
+            except ValueError:
+                fail(f"plot: {r['_where']}: {column} is '{value}', not a number")
 
 
 def kind_of(rows):
     if "epoch" in rows[0]:
         return "training"
     if "bytes" not in rows[0]:
-        sys.exit("plot: these files hold neither benchmark nor training rows")
+        fail("plot: these files hold neither benchmark nor training rows")
+    check(rows, "scaling")
     per_scheme = defaultdict(set)
     for r in rows:
         per_scheme[r["scheme"]].add(int(r["bytes"]))
@@ -111,7 +144,7 @@ def plot_busbw(rows, args, files):
         step = (len(counts) - 1) / (MAX_PANELS - 1)
         counts = sorted({counts[round(i * step)] for i in range(MAX_PANELS)})
     if not counts:
-        sys.exit("plot: no rows at the asked worker counts")
+        fail("plot: no rows at the asked worker counts")
     fig, axes = plt.subplots(1, len(counts), figsize=(5.5 * len(counts), 4.5), squeeze=False)
     for ax, n in zip(axes[0], counts):
         series = defaultdict(list)
@@ -212,25 +245,32 @@ def main():
                         help="scaling: what the y axis shows")
     parser.add_argument("--title", default="")
     args = parser.parse_args()
-    args.workers = [int(w) for w in args.workers.split(",")] if args.workers else []
+    try:
+        args.workers = [int(w) for w in args.workers.split(",")] if args.workers else []
+    except ValueError:
+        fail(f"plot: --workers: '{args.workers}' is not a list of counts (e.g. 4,8)")
     rows = [r for path in args.files for r in read(path)]
     if args.schemes:
         wanted = args.schemes.split(",")
         rows = [r for r in rows if r["scheme"] in wanted]
         if not rows:
-            sys.exit(f"plot: no rows of {args.schemes}")
+            fail(f"plot: no rows of {args.schemes}")
     kinds = {kind_of([r for r in rows if r["_file"] == f]) for f in {r["_file"] for r in rows}}
     kind = args.kind or (kinds.pop() if len(kinds) == 1 else None)
     if kind is None:
-        sys.exit("plot: the files hold different kinds of rows; give --kind")
+        fail("plot: the files hold different kinds of rows; give --kind")
     if args.y == "utilisation" and kind != "scaling":
-        sys.exit("plot: --y applies to --kind scaling")
+        fail("plot: --y applies to --kind scaling")
+    check(rows, kind)
     files = len({r["_file"] for r in rows})
     fig = {"busbw": plot_busbw, "scaling": plot_scaling, "training": plot_training}[kind](
         rows, args, files)
     if args.title:
         fig.suptitle(args.title)
-    fig.savefig(args.output, dpi=120, bbox_inches="tight")
+    try:
+        fig.savefig(args.output, dpi=120, bbox_inches="tight")
+    except (OSError, ValueError) as e:
+        fail(f"plot: -o {args.output}: {e}")
     print(f"plot: wrote {args.output} ({kind}, {len(rows)} rows)")
 
 

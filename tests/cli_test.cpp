@@ -254,6 +254,11 @@ TEST_F(Cli, PlotDrawsGradexRowsBesideImportedNcclTests) {
                                " -o " + png.string());
   EXPECT_NE(mixed.code, 0);
   EXPECT_NE(mixed.err.find("different kinds of rows; give --kind"), std::string::npos) << mixed.err;
+  // Bad files are named with the line and the column, exit 2.
+  const fs::path bad = write("bad.csv", "scheme,workers,bytes,time_s,busbw_Bps\nring,2,4096,abc,1\n");
+  const Outcome b = gradex("plot " + bad.string() + " -o " + png.string());
+  EXPECT_EQ(b.code, 2);
+  EXPECT_NE(b.err.find("bad.csv:2: time_s is 'abc', not a number"), std::string::npos) << b.err;
   const Outcome help = gradex("plot --help");
   EXPECT_EQ(help.code, 0);
   EXPECT_NE(help.out.find("--kind"), std::string::npos) << help.out;
