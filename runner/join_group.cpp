@@ -50,7 +50,8 @@ std::unique_ptr<GroupEndpoint> join_group(const LaunchEnv& env, const std::strin
                                           int size, TransportOptions options) {
   options.token = env.token;
   options.bind_host = env.bind_host;
-  options.advertise_host = env.advertise;
+  options.advertise_host =
+      env.advertise.empty() ? tcp::local_address_towards(env.rendezvous) : env.advertise;
   auto endpoint = make_group_endpoint(transport, env.rank, size, options);
   GRADEX_DEBUG_LOG("rank ", env.rank, " of ", size, " (from ", env.source, " variables): ", transport,
                    " endpoint at ", endpoint->address(), ", rendezvous ", env.rendezvous,

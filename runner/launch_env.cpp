@@ -85,8 +85,16 @@ std::optional<LaunchEnv> launch_env(const std::function<const char*(const char*)
     const char* adv = get("GRADEX_ADVERTISE");
     env.advertise = adv && *adv ? adv : env.bind_host;
     if (env.advertise == "0.0.0.0" || env.advertise == "::") {
-      throw ConfigError("GRADEX_ADVERTISE",
-                        "required when GRADEX_BIND is a wildcard: the address peers should dial");
+      // Found from the route to the rendezvous when the group forms
+      // (runner/join_group.cpp); under mpirun without one, rank 0 has none.
+      if (env.rendezvous.empty()) {
+        throw ConfigError("GRADEX_ADVERTISE", "required when GRADEX_BIND is a wildcard and no "
+                                              "rendezvous is given: the address peers should dial");
+      }
+      env.advertise.clear();
+    }
+    if (adv && *adv && (std::string_view(adv) == "0.0.0.0" || std::string_view(adv) == "::")) {
+      throw ConfigError("GRADEX_ADVERTISE", "a wildcard cannot be dialled: give this host's address");
     }
     wire::require_token_beyond_loopback(env.bind_host, env.token);
     return env;

@@ -19,7 +19,10 @@ struct LaunchEnv {
   std::string rendezvous;
   std::string token;       // GRADEX_TOKEN; must match on every rank
   std::string bind_host;   // GRADEX_BIND, default 127.0.0.1 (loopback only)
-  std::string advertise;   // GRADEX_ADVERTISE: the address peers dial, default bind_host
+  // GRADEX_ADVERTISE: the address peers dial; default bind_host, or empty
+  // when that is a wildcard: the interface routing to the rendezvous then
+  // (join_group).
+  std::string advertise;
   // Which variables gave the rank: "GRADEX", "OMPI", "PMI", "SLURM" or
   // "TORCHRUN" (RANK, WORLD_SIZE), looked for in that order.
   std::string source;

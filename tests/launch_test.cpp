@@ -138,6 +138,24 @@ TEST_F(Launch, DebugVariableLogsEachStepAndATypoIsRefused) {
   EXPECT_NE(err().find("GRADEX_DEBUG: expected 0 or 1, got 'yes'"), std::string::npos) << err();
 }
 
+// Listening on every interface with no address to advertise: each rank
+// advertises the interface that routes to the rendezvous (here loopback).
+TEST_F(Launch, AWildcardBindAdvertisesTheRouteToTheRendezvous) {
+  const fs::path sc = write("wild.json", R"({"name": "wild", "transport": "tcp", "workers": 2,
+      "sizes": [4096], "iters": 1, "warmup_iters": 0, "schemes": ["ring"], "timeout_ms": 10000})");
+  const std::string common = "GRADEX_DEBUG=1 GRADEX_WORLD_SIZE=2 GRADEX_TOKEN=s GRADEX_BIND=0.0.0.0 "
+                             "GRADEX_RENDEZVOUS=127.0.0.1:" + std::to_string(free_port()) + " ";
+  const std::string args = " launch --no-output " + sc.string();
+  ASSERT_EQ(shell(common + "GRADEX_RANK=1 " + kGradex + args + " > /dev/null & p=$!; " + common +
+                  "GRADEX_RANK=0 " + kGradex + args + "; r=$?; wait $p || r=1; exit $r"),
+            0)
+      << err();
+  EXPECT_NE(err().find("rank 1 of 2 (from GRADEX variables): tcp endpoint at 127.0.0.1:"),
+            std::string::npos)
+      << err();
+  EXPECT_NE(out().find("Out of bounds values : 0 OK"), std::string::npos) << out();
+}
+
 // MPICH's mpiexec (Hydra) starts processes with PMI_RANK and PMI_SIZE.
 TEST_F(Launch, JoinsFromPmiVariables) {
   const fs::path sc = write("pmi.json", R"({"name": "pmi", "transport": "tcp", "workers": 2,
@@ -446,8 +464,18 @@ TEST(LaunchEnv, BadVariablesNameThemselves) {
   EXPECT_EQ(field({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}}), "MASTER_PORT");
   EXPECT_EQ(field({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "x"}}),
             "MASTER_PORT");
+  // A wildcard bind advertises the interface routing to the rendezvous;
+  // without a rendezvous (under mpirun) or as the address itself, it is refused.
+  const auto wild = from({{"GRADEX_RANK", "0"}, {"GRADEX_WORLD_SIZE", "2"},
+                          {"GRADEX_RENDEZVOUS", "h:1"}, {"GRADEX_BIND", "0.0.0.0"},
+                          {"GRADEX_TOKEN", "t"}});
+  ASSERT_TRUE(wild);
+  EXPECT_EQ(wild->advertise, "");
+  EXPECT_EQ(field({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"},
+                   {"GRADEX_BIND", "0.0.0.0"}, {"GRADEX_TOKEN", "t"}}),
+            "GRADEX_ADVERTISE");
   EXPECT_EQ(field({{"GRADEX_RANK", "0"}, {"GRADEX_WORLD_SIZE", "2"}, {"GRADEX_RENDEZVOUS", "h:1"},
-                   {"GRADEX_BIND", "0.0.0.0"}}),
+                   {"GRADEX_BIND", "0.0.0.0"}, {"GRADEX_ADVERTISE", "::"}, {"GRADEX_TOKEN", "t"}}),
             "GRADEX_ADVERTISE");
 }
 

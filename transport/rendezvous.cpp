@@ -210,6 +210,27 @@ std::vector<int> RendezvousServer::missing() const {
   return out;
 }
 
+std::string local_address_towards(const std::string& server) {
+  const auto [host, port] = split_address(server, "GRADEX_RENDEZVOUS");
+  asio::io_context io;
+  boost::system::error_code ec;
+  asio::ip::udp::resolver resolver(io);
+  const auto where = resolver.resolve(host, port, ec);
+  // A UDP "connect" sends nothing: it only asks the kernel for the route.
+  asio::ip::udp::socket s(io);
+  if (!ec && !where.empty()) {
+    s.open(where.begin()->endpoint().protocol(), ec);
+    if (!ec) s.connect(where.begin()->endpoint(), ec);
+  }
+  const auto local = ec ? asio::ip::udp::endpoint() : s.local_endpoint(ec);
+  if (ec || where.empty()) {
+    throw ConfigError("GRADEX_ADVERTISE", "no route to the rendezvous " + server +
+                                              " to advertise this host by (" + ec.message() +
+                                              "): set GRADEX_ADVERTISE");
+  }
+  return local.address().to_string();
+}
+
 std::string never_registered(const std::vector<int>& ranks) {
   if (ranks.empty()) return {};
   std::string list;

@@ -34,6 +34,12 @@ class RendezvousServer {
   std::unique_ptr<Impl> impl_;
 };
 
+// The address of this host's interface that routes to `server` (host:port):
+// what peers can dial when the endpoint listens on a wildcard and no
+// address to advertise was given. Throws ConfigError naming
+// GRADEX_ADVERTISE when the route cannot be found.
+std::string local_address_towards(const std::string& server);
+
 // "ranks 2, 3 never registered" ("" when none is missing).
 std::string never_registered(const std::vector<int>& ranks);
 
