@@ -70,6 +70,10 @@ class Scheme {
   // `topology` (endpoints() endpoints): what the simulator must reproduce
   // where no two flows share a port, and the "model" column of reports.
   virtual double model_time(std::size_t bytes, const Topology& topology) const = 0;
+  // Message-sized buffers a worker holds besides its own data, so that a
+  // plan can refuse what will not fit in memory before it runs (auto's
+  // copy of the input while it measures).
+  virtual int scratch_buffers() const { return 0; }
   // A scheme that delegates (auto): the scheme it ran at `bytes`; empty
   // for every other scheme, or before it has run at that size.
   virtual std::string chosen_for(std::size_t /*bytes*/) const { return {}; }

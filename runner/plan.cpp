@@ -31,7 +31,7 @@ void check_benchmark_memory(const std::vector<PlannedRun>& runs, const Scenario&
                                 : "/sizes/" + std::to_string(largest - scenario.sizes.begin());
   for (const PlannedRun& run : runs) {
     const int servers = run.instance->endpoints() - run.workers;
-    const int buffers = 2 * run.workers + (servers > 0 ? 2 : 0);
+    const int buffers = (2 + run.instance->scratch_buffers()) * run.workers + (servers > 0 ? 2 : 0);
     check_memory_fits(buffers * size, field,
                       format_bytes(size) + " x " + std::to_string(buffers) + " buffers for " +
                           run.scheme + " on " + std::to_string(run.workers) + " workers");

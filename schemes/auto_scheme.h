@@ -50,6 +50,7 @@ class AutoScheme final : public Scheme {
   Traffic expected_traffic(int endpoint, std::size_t count, DType dtype) const override;
   double model_time(std::size_t bytes, const Topology& topology) const override;
   std::string chosen_for(std::size_t bytes) const override;
+  int scratch_buffers() const override { return 1; }  // the input's copy while measuring
 
   // The candidates' names, in registry order.
   std::vector<std::string> candidates() const;

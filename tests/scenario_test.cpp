@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "common/errors.h"
+#include "common/memory_budget.h"
 #include "config/json_file.h"
 #include "config/link_presets.h"
 #include "config/node_presets.h"
@@ -170,6 +171,27 @@ TEST(Scenario, ANodePresetSetsRanksLinksAndNics) {
 // Sweeps: the first swept field varies slowest; each point holds one
 // value per field and says which; a list of link presets sweeps the link
 // and nothing inside it; a point's error is named by the value's index.
+// auto holds a copy of the input while it measures: a size whose two
+// buffers per worker fit this machine's memory but whose three do not is
+// planned for the ring and refused for auto.
+TEST(Scenario, AutosCopyCountsInTheMemoryCheck) {
+  const double memory = machine_memory_bytes();
+  if (memory <= 0) GTEST_SKIP() << "this machine's memory is unknown";
+  // 4 workers: 8 buffers for the ring, 12 for auto; 10 of this size fill it.
+  const std::size_t size = static_cast<std::size_t>(memory / 10 / 4) * 4;
+  const auto plan = [&](const char* scheme) {
+    return plan_runs(parse_scenario(nlohmann::json{
+        {"name", "m"}, {"workers", 4}, {"schemes", {scheme}}, {"sizes", {size}}}));
+  };
+  EXPECT_NO_THROW(plan("ring"));
+  try {
+    plan("auto");
+    ADD_FAILURE() << "planned auto with 12 buffers of " << size << " bytes";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("x 12 buffers for auto"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Sweeps, ExpandIntoEveryCombination) {
   const auto doc = nlohmann::json::parse(R"({"name": "s", "sizes": [4], "workers": [2, 4],
       "segment_bytes": ["64KiB", "1MiB"], "ps": {"servers": [1, 2, 3]},
