@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "common/errors.h"
@@ -70,7 +71,7 @@ int Network::start(int src, int dst, std::size_t bytes, double now) {
   // The link carries the payload and its protocol's share of flags and
   // headers.
   const double wire = topology_.link(src, dst).wire_bytes(static_cast<double>(bytes));
-  f = Flow{egress_port(src, dst), ingress_port(src, dst), wire, 0, now, version, true};
+  f = Flow{egress_port(src, dst), ingress_port(src, dst), wire, 0, now, version, true, 0, false};
   ports_[static_cast<std::size_t>(f.egress)].flows.push_back(id);
   ports_[static_cast<std::size_t>(f.ingress)].flows.push_back(id);
   mark_dirty(f.egress);
@@ -132,58 +133,59 @@ void Network::settle(double now) {
 
 // Max-min fair rates by progressive filling: the port offering the smallest
 // equal share to its unfrozen flows fixes their rate; subtract it from
-// their other ports and repeat.
+// their other ports and repeat. The ports wait in a heap ordered by (share,
+// slot), so each round finds its bottleneck in O(log ports) and ties go to
+// the earliest slot. A port's share only grows as flows freeze (a frozen
+// flow took the smallest share), so a port is pushed again with its new
+// share and its stale entries are skipped.
 void Network::rebalance(const std::vector<int>& ports, const std::vector<int>& flows, double now) {
-  struct Share {
-    double left;
-    int unfrozen;
-  };
-  std::vector<Share> share(ports.size());
+  std::vector<PortShare>& share = share_scratch_;
+  share.resize(ports.size());
   for (std::size_t i = 0; i < ports.size(); ++i) {
-    const Port& p = ports_[static_cast<std::size_t>(ports[i])];
+    Port& p = ports_[static_cast<std::size_t>(ports[i])];
     share[i] = {p.capacity, static_cast<int>(p.flows.size())};
+    p.slot = static_cast<int>(i);
   }
-  // Global port and flow ids -> slots in this component, by binary search.
-  std::vector<std::pair<int, int>> index(ports.size());
-  for (std::size_t i = 0; i < ports.size(); ++i) index[i] = {ports[i], static_cast<int>(i)};
-  std::sort(index.begin(), index.end());
-  auto slot = [&](int port) {
-    return std::lower_bound(index.begin(), index.end(), std::make_pair(port, -1))->second;
-  };
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    Flow& f = flows_[static_cast<std::size_t>(flows[i])];
+    f.slot = static_cast<int>(i);
+    f.frozen = false;
+  }
+  std::vector<double>& rate = rate_scratch_;
+  rate.assign(flows.size(), 0);
 
-  std::vector<char> frozen(flows.size(), 0);
-  std::vector<std::pair<int, int>> flow_index(flows.size());
-  for (std::size_t i = 0; i < flows.size(); ++i) flow_index[i] = {flows[i], static_cast<int>(i)};
-  std::sort(flow_index.begin(), flow_index.end());
-  auto flow_slot = [&](int id) {
-    return std::lower_bound(flow_index.begin(), flow_index.end(), std::make_pair(id, -1))->second;
-  };
-  std::vector<double> rate(flows.size(), 0);
+  using Entry = std::pair<double, int>;  // (share offered, port slot)
+  std::vector<Entry>& heap = heap_scratch_;
+  heap.clear();
+  const auto later = std::greater<Entry>{};
+  for (std::size_t i = 0; i < ports.size(); ++i) {
+    if (share[i].unfrozen > 0) heap.emplace_back(share[i].left / share[i].unfrozen, static_cast<int>(i));
+  }
+  std::make_heap(heap.begin(), heap.end(), later);
 
   std::size_t remaining = flows.size();
   while (remaining > 0) {
-    std::size_t best = ports.size();
-    double best_share = std::numeric_limits<double>::infinity();
-    for (std::size_t i = 0; i < ports.size(); ++i) {
-      if (share[i].unfrozen == 0) continue;
-      const double s = share[i].left / share[i].unfrozen;
-      if (s < best_share) {
-        best_share = s;
-        best = i;
-      }
-    }
-    GRADEX_ENFORCE(best < ports.size(), "max-min filling found no bottleneck");
-    for (int id : ports_[static_cast<std::size_t>(ports[best])].flows) {
-      const int fs = flow_slot(id);
-      if (frozen[static_cast<std::size_t>(fs)]) continue;
-      frozen[static_cast<std::size_t>(fs)] = 1;
-      rate[static_cast<std::size_t>(fs)] = best_share;
+    GRADEX_ENFORCE(!heap.empty(), "max-min filling found no bottleneck");
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const auto [best_share, best] = heap.back();
+    heap.pop_back();
+    const PortShare& b = share[static_cast<std::size_t>(best)];
+    if (b.unfrozen == 0 || b.left / b.unfrozen != best_share) continue;  // stale
+    for (int id : ports_[static_cast<std::size_t>(ports[static_cast<std::size_t>(best)])].flows) {
+      Flow& f = flows_[static_cast<std::size_t>(id)];
+      if (f.frozen) continue;
+      f.frozen = true;
+      rate[static_cast<std::size_t>(f.slot)] = best_share;
       --remaining;
-      const Flow& f = flows_[static_cast<std::size_t>(id)];
       for (int p : {f.egress, f.ingress}) {
-        Share& s = share[static_cast<std::size_t>(slot(p))];
+        const int slot = ports_[static_cast<std::size_t>(p)].slot;
+        PortShare& s = share[static_cast<std::size_t>(slot)];
         s.left = std::max(0.0, s.left - best_share);
         s.unfrozen -= 1;
+        if (slot != best && s.unfrozen > 0) {
+          heap.emplace_back(s.left / s.unfrozen, slot);
+          std::push_heap(heap.begin(), heap.end(), later);
+        }
       }
     }
   }

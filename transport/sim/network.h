@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "common/topology.h"
@@ -52,6 +53,7 @@ class Network {
     std::vector<int> flows;  // active flows through this port
     bool dirty = false;
     std::uint32_t mark = 0;  // visit stamp of the last settle
+    int slot = 0;            // its index in the component being rebalanced
   };
   struct Flow {
     int egress = 0;
@@ -61,6 +63,8 @@ class Network {
     double updated = 0;
     std::uint64_t version = 0;
     bool active = false;
+    int slot = 0;         // its index in the component being rebalanced
+    bool frozen = false;  // its rate is fixed in this rebalance
   };
 
   int egress_port(int src, int dst) const;
@@ -77,6 +81,14 @@ class Network {
   std::vector<int> free_flows_;
   std::vector<int> dirty_;
   std::uint32_t stamp_ = 0;
+  // rebalance()'s working memory, kept between calls.
+  std::vector<double> rate_scratch_;
+  std::vector<std::pair<double, int>> heap_scratch_;
+  struct PortShare {
+    double left;   // capacity not yet given to frozen flows
+    int unfrozen;  // flows through the port whose rate is not fixed yet
+  };
+  std::vector<PortShare> share_scratch_;
   int active_ = 0;
 };
 

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# How the simulator scales: wall time and peak memory of `gradex simulate`
+# for a 1 GB all-reduce over the 200 Gbps InfiniBand preset (one NIC per
+# rank, 1 MiB segments, one iteration, no warm-up), per scheme and rank
+# count, as /usr/bin/time -v reports them. Simulated time does not depend
+# on the machine; wall time does (say how loaded it was beside the table).
+#
+# Writes OUT/scale.csv: scheme, ranks, wall_s, peak_rss_mib, rss_per_rank_kib,
+# simulated_ms.
+#
+# Usage: bash bench/sim_scale.sh [BUILD_FOLDER] [OUT_FOLDER]
+#   defaults: build/default results/sim_scale
+#   environment: RUNS, a space-separated list of scheme:ranks (default: the
+#   ring at 1,024 and 4,096 ranks, the dedicated PS at 1,024 to 16,384)
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${1:-build/default}"
+out="${2:-results/sim_scale}"
+runs="${RUNS:-ring:1024 ring:2048 ring:4096 ps:1024 ps:4096 ps:16384}"
+cd "$root"
+gradex="$build/gradex"
+[ -x "$gradex" ] || { echo "sim_scale: $gradex not built" >&2; exit 2; }
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+
+echo "scheme,ranks,wall_s,peak_rss_mib,rss_per_rank_kib,simulated_ms" > "$scratch/scale.csv"
+for run in $runs; do
+  scheme="${run%%:*}"
+  ranks="${run##*:}"
+  /usr/bin/time -f "%e %M" -o "$scratch/time" \
+    "$gradex" simulate -s "$scheme" -n "$ranks" -b 1G --link ib_hdr_200g --segment 1MiB \
+    --servers 1 --iters 1 --warmup 0 -q -o "$scratch/run" > /dev/null
+  read -r wall rss_kib < "$scratch/time"
+  simulated_ms="$(/usr/bin/python3 -c 'import csv, sys
+row = next(csv.DictReader(open(sys.argv[1])))
+print("%.3f" % (float(row["time_s"]) * 1e3))' "$scratch/run/results.csv")"
+  echo "$scheme,$ranks,$wall,$((rss_kib / 1024)),$((rss_kib / ranks)),$simulated_ms" |
+    tee -a "$scratch/scale.csv"
+done
+mkdir -p "$out"
+cp "$scratch/scale.csv" "$out/scale.csv"
+echo "sim_scale: wrote $out/scale.csv"
