@@ -44,7 +44,7 @@ void run_server(Comm& comm, const PsTrainConfig& ps, const TrainConfig& config,
   const bool emulated = source.make_model()->emulated();
   const KeyRange range = layout_of(ps, workers).shard(initial.size(), s);
   ParamBuffer shard(initial.begin() + static_cast<std::ptrdiff_t>(range.offset),
-                           initial.begin() + static_cast<std::ptrdiff_t>(range.offset + range.count));
+                    initial.begin() + static_cast<std::ptrdiff_t>(range.offset + range.count));
   OptimizerConfig opt = config.optimizer;
   if (ps.consistency != Consistency::bsp) opt.lr /= static_cast<float>(workers);
   const auto optimizer = make_optimizer(opt, emulated ? 0 : shard.size());
