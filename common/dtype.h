@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -39,6 +40,21 @@ std::uint16_t float_to_half(float f);
 float half_to_float(std::uint16_t h);
 std::uint16_t float_to_bf16(float f);
 float bf16_to_float(std::uint16_t b);
+
+// Bulk conversions (common/dtype_bulk.cpp), bit for bit the scalar functions
+// above applied element by element: out[i] = float_to_half(in[i] * scale)
+// and so on. The narrowing side takes a scale so that averaging (multiplying
+// by 1/N) happens in the same pass as the conversion. They use F16C (fp16)
+// and AVX2 (bf16) when the CPU has them, whatever the build's target, and
+// fall back to the scalar loop otherwise. `out` must be as long as `in`.
+void floats_to_half(std::span<const float> in, float scale, std::span<std::uint16_t> out);
+void half_to_floats(std::span<const std::uint16_t> in, std::span<float> out);
+void floats_to_bf16(std::span<const float> in, float scale, std::span<std::uint16_t> out);
+void bf16_to_floats(std::span<const std::uint16_t> in, std::span<float> out);
+// Whether the bulk conversions above take their vector paths on this CPU
+// (for benchmark labels and tests that say what they covered).
+bool bulk_half_vectorised();
+bool bulk_bf16_vectorised();
 
 // Reads/writes element i of a tensor as a double (tests, checks, init).
 double load_element(const Tensor& t, std::size_t i);

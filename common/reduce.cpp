@@ -1,16 +1,10 @@
 #include "common/reduce.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 #include <cstring>
 
 #include "common/errors.h"
-
-#if defined(__x86_64__)
-#include <cpuid.h>
-#include <immintrin.h>
-#endif
 
 namespace gradex {
 
@@ -72,21 +66,21 @@ void into_native(void* dst, const void* src, std::size_t n) {
 // Blocks keep the float copies in L1 and let each loop vectorise.
 constexpr std::size_t kBlock = 512;
 
-// bf16 <-> float without branches (the NaN case is a select), so the
-// block loops vectorise; same results as dtype.h's scalar conversions.
-inline float widen_bf16(std::uint16_t b) {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
-}
-inline std::uint16_t narrow_bf16(float f) {
-  const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-  const std::uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
-  const std::uint32_t quiet_nan = (x >> 16) | 0x40u;
-  const std::uint32_t nan_mask = 0u - static_cast<std::uint32_t>((x & 0x7fffffffu) > 0x7f800000u);
-  return static_cast<std::uint16_t>((rounded & ~nan_mask) | (quiet_nan & nan_mask));
+void widen_block(DType t, const std::uint16_t* in, float* out, std::size_t n) {
+  if (t == DType::f16) {
+    half_to_floats({in, n}, {out, n});
+  } else {
+    bf16_to_floats({in, n}, {out, n});
+  }
 }
 
-void widen_block(DType t, const std::uint16_t* in, float* out, std::size_t n);
-void narrow_block(DType t, const float* in, std::uint16_t* out, std::size_t n);
+void narrow_block(DType t, const float* in, std::uint16_t* out, std::size_t n) {
+  if (t == DType::f16) {
+    floats_to_half({in, n}, 1.0f, {out, n});
+  } else {
+    floats_to_bf16({in, n}, 1.0f, {out, n});
+  }
+}
 
 template <typename Op>
 void pair_16(DType t, void* out, const void* a, const void* b, std::size_t n) {
@@ -110,64 +104,6 @@ void pair_f16(void* out, const void* a, const void* b, std::size_t n) {
 template <typename Op>
 void pair_bf16(void* out, const void* a, const void* b, std::size_t n) {
   pair_16<Op>(DType::bf16, out, a, b, n);
-}
-
-#if defined(__x86_64__)
-// IEEE half conversions in hardware (F16C), chosen at run time so the
-// binary still runs on CPUs without it.
-__attribute__((target("avx,f16c"))) void widen_f16c(const std::uint16_t* in, float* out,
-                                                    std::size_t n) {
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
-    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
-  }
-  for (; i < n; ++i) out[i] = half_to_float(in[i]);
-}
-
-__attribute__((target("avx,f16c"))) void narrow_f16c(const float* in, std::uint16_t* out,
-                                                     std::size_t n) {
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
-  }
-  for (; i < n; ++i) out[i] = float_to_half(in[i]);
-}
-
-bool has_f16c() {
-  // F16C from CPUID itself: clang does not know "f16c" as a
-  // __builtin_cpu_supports feature. "avx" also checks that the OS saves
-  // the YMM registers.
-  static const bool yes = [] {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    return __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 &&
-           (ecx & bit_F16C) != 0;
-  }();
-  return yes;
-}
-#endif
-
-void widen_block(DType t, const std::uint16_t* in, float* out, std::size_t n) {
-  if (t == DType::bf16) {
-    for (std::size_t i = 0; i < n; ++i) out[i] = widen_bf16(in[i]);
-    return;
-  }
-#if defined(__x86_64__)
-  if (has_f16c()) return widen_f16c(in, out, n);
-#endif
-  for (std::size_t i = 0; i < n; ++i) out[i] = half_to_float(in[i]);
-}
-
-void narrow_block(DType t, const float* in, std::uint16_t* out, std::size_t n) {
-  if (t == DType::bf16) {
-    for (std::size_t i = 0; i < n; ++i) out[i] = narrow_bf16(in[i]);
-    return;
-  }
-#if defined(__x86_64__)
-  if (has_f16c()) return narrow_f16c(in, out, n);
-#endif
-  for (std::size_t i = 0; i < n; ++i) out[i] = float_to_half(in[i]);
 }
 
 using PairKernel = void (*)(void*, const void*, const void*, std::size_t);
@@ -253,11 +189,20 @@ void finish_reduce(Tensor data, ReduceOp op, int contributors) {
       return;
     }
     case DType::f16:
-    case DType::bf16:
-      for (std::size_t i = 0; i < data.count; ++i) {
-        store_element(data, i, static_cast<float>(load_element(data, i)) / contributors);
+    case DType::bf16: {
+      // Divided (not multiplied by the reciprocal) in float, one rounding
+      // back to the storage type per element.
+      auto* p = static_cast<std::uint16_t*>(data.data);
+      const float n = static_cast<float>(contributors);
+      float block[kBlock];
+      for (std::size_t base = 0; base < data.count; base += kBlock) {
+        const std::size_t m = std::min(kBlock, data.count - base);
+        widen_block(data.dtype, p + base, block, m);
+        for (std::size_t i = 0; i < m; ++i) block[i] /= n;
+        narrow_block(data.dtype, block, p + base, m);
       }
       return;
+    }
   }
 }
 

@@ -11,7 +11,7 @@ packages=(
   python3 python3-matplotlib
   libboost-context-dev
   libboost-dev libboost-system-dev libzmq3-dev cppzmq-dev libssl-dev
-  libeigen3-dev zlib1g-dev dataset-fashion-mnist
+  libeigen3-dev libopenblas-dev zlib1g-dev dataset-fashion-mnist
   libopenmpi-dev openmpi-bin
   iproute2
 )

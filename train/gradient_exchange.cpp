@@ -37,16 +37,22 @@ void average_gradients(GradientExchange& exchange, Comm& comm, std::span<float> 
     exchange.allreduce(comm, Tensor{data.data(), data.size(), DType::f32}, ReduceOp::avg);
     return;
   }
+  // Scaled by 1/N in the same pass as the narrowing: the compressed sum of
+  // the N shares is then the average, and no float pass is spent on it.
   const float inv = 1.0f / static_cast<float>(exchange.workers());
   const bool half = compression == Compression::fp16;
   scratch.resize(data.size());
-  for (std::size_t i = 0; i < data.size(); ++i) {
-    scratch[i] = half ? float_to_half(data[i] * inv) : float_to_bf16(data[i] * inv);
+  if (half) {
+    floats_to_half(data, inv, scratch);
+  } else {
+    floats_to_bf16(data, inv, scratch);
   }
   const ExchangeCall call = average_call(data.size(), compression);
   exchange.allreduce(comm, Tensor{scratch.data(), data.size(), call.dtype}, call.op);
-  for (std::size_t i = 0; i < data.size(); ++i) {
-    data[i] = half ? half_to_float(scratch[i]) : bf16_to_float(scratch[i]);
+  if (half) {
+    half_to_floats(scratch, data);
+  } else {
+    bf16_to_floats(scratch, data);
   }
 }
 

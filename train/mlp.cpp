@@ -1,6 +1,9 @@
 #include "train/mlp.h"
 
+#include <cblas.h>
+
 #include <cmath>
+#include <mutex>
 #include <random>
 
 #include "common/errors.h"
@@ -9,6 +12,10 @@ namespace gradex {
 
 Mlp::Mlp(std::vector<int> layer_sizes, const Dataset& train)
     : sizes_(std::move(layer_sizes)), train_(train) {
+  // Each data-parallel worker is a thread of its own: OpenBLAS's thread pool
+  // would only make the workers' products contend for the same cores.
+  static std::once_flag single_threaded_blas;
+  std::call_once(single_threaded_blas, [] { openblas_set_num_threads(1); });
   if (sizes_.size() < 2) throw ConfigError("layers", "an MLP needs an input and an output size");
   for (int s : sizes_) {
     if (s <= 0) throw ConfigError("layers", "layer sizes must be positive");
@@ -81,18 +88,20 @@ double Mlp::train_step(std::span<const float> params, std::span<const std::size_
   if (backward_begins) backward_begins();
 
   // dLoss/dlogits for mean cross-entropy: (softmax - onehot) / batch.
-  Eigen::MatrixXf delta = acts_.back();
-  softmax_columns(delta);
+  deltas_.resize(static_cast<std::size_t>(layers()));
+  Eigen::MatrixXf& delta_out = deltas_.back();
+  delta_out = acts_.back();
+  softmax_columns(delta_out);
   double loss = 0;
   for (Eigen::Index j = 0; j < batch; ++j) {
     const int c = train_.y[samples[static_cast<std::size_t>(j)]];
-    loss -= std::log(std::max(delta(c, j), 1e-30f));
-    delta(c, j) -= 1.0f;
+    loss -= std::log(std::max(delta_out(c, j), 1e-30f));
+    delta_out(c, j) -= 1.0f;
   }
-  delta /= static_cast<float>(batch);
+  delta_out /= static_cast<float>(batch);
 
-  Eigen::MatrixXf below;
   for (int l = layers() - 1; l >= 0; --l) {
+    const Eigen::MatrixXf& delta = deltas_[static_cast<std::size_t>(l)];
     const ParamSpan& w = params_[2 * static_cast<std::size_t>(l)];
     const ParamSpan& b = params_[2 * static_cast<std::size_t>(l) + 1];
     const Eigen::MatrixXf& a = acts_[static_cast<std::size_t>(l)];
@@ -108,9 +117,10 @@ double Mlp::train_step(std::span<const float> params, std::span<const std::size_
     }
     if (l > 0) {
       ConstMatMap W(params.data() + w.offset, sizes_[l + 1], sizes_[l]);
+      Eigen::MatrixXf& below = deltas_[static_cast<std::size_t>(l) - 1];
       below.noalias() = W.transpose() * delta;
       // ReLU': the activation is positive exactly where its input was.
-      delta = below.cwiseProduct((a.array() > 0.0f).cast<float>().matrix());
+      below.array() *= (a.array() > 0.0f).cast<float>();
     }
   }
   return loss / static_cast<double>(batch);

@@ -38,7 +38,11 @@ class Mlp final : public Model {
   std::vector<int> sizes_;
   const Dataset& train_;
   std::vector<ParamSpan> params_;
-  std::vector<Eigen::MatrixXf> acts_;  // reused between steps
+  // Reused between steps, so that a step allocates nothing once the batch
+  // size is steady: acts_[l] is layer l's input, deltas_[l] the loss's
+  // gradient with respect to layer l's output (before its ReLU).
+  std::vector<Eigen::MatrixXf> acts_;
+  std::vector<Eigen::MatrixXf> deltas_;
 };
 
 // "784-256-256-10" style description and parameter count, for reports.

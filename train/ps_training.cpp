@@ -10,6 +10,7 @@
 #include "ps/sharding.h"
 #include "ps/worker.h"
 #include "train/mlp.h"
+#include "train/param_buffer.h"
 #include "train/rank_time.h"
 #include "transport/world.h"
 
@@ -42,8 +43,8 @@ void run_server(Comm& comm, const PsTrainConfig& ps, const TrainConfig& config,
   const std::vector<float> initial = initial_params(source, config.seed);
   const bool emulated = source.make_model()->emulated();
   const KeyRange range = layout_of(ps, workers).shard(initial.size(), s);
-  std::vector<float> shard(initial.begin() + static_cast<std::ptrdiff_t>(range.offset),
-                           initial.begin() + static_cast<std::ptrdiff_t>(range.offset + range.count));
+  ParamBuffer shard(initial.begin() + static_cast<std::ptrdiff_t>(range.offset),
+                    initial.begin() + static_cast<std::ptrdiff_t>(range.offset + range.count));
   OptimizerConfig opt = config.optimizer;
   if (ps.consistency != Consistency::bsp) opt.lr /= static_cast<float>(workers);
   const auto optimizer = make_optimizer(opt, emulated ? 0 : shard.size());
@@ -83,7 +84,7 @@ WorkerOutcome run_worker(Comm& comm, const PsTrainConfig& ps, const TrainConfig&
   const int rank = comm.rank();
   const auto model = source.make_model();
   const std::size_t count = model->param_count();
-  std::vector<float> params(count), grads(count);
+  ParamBuffer params(count), grads(count);
   const ServerLayout layout = layout_of(ps, workers);
   PsWorker server(comm, layout, 0);
   const Tensor params_t{params.data(), count, DType::f32};

@@ -9,6 +9,7 @@
 #include "common/straggler.h"
 #include "common/errors.h"
 #include "schemes/registry.h"
+#include "train/param_buffer.h"
 #include "train/reducer.h"
 #include "transport/world.h"
 
@@ -50,7 +51,7 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
   Model& model = *model_ptr;
   const std::size_t param_count = model.param_count();
   WorkerOutcome out;
-  std::vector<float> params(param_count), grads(param_count);
+  ParamBuffer params(param_count), grads(param_count);
   // Every worker initialises differently; the broadcast makes them agree.
   model.init(params, config.seed + static_cast<std::uint64_t>(rank) * 7919);
   auto optimizer = make_optimizer(config.optimizer, model.emulated() ? 0 : param_count);
@@ -123,7 +124,7 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
       out.epochs.push_back(rec);
     }
   }
-  out.params = std::move(params);
+  out.params.assign(params.begin(), params.end());
   out.optimizer_state_bytes = static_cast<double>(optimizer->state_bytes());
   return out;
 }

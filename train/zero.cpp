@@ -8,6 +8,7 @@
 #include "common/errors.h"
 #include "train/mlp.h"
 #include "train/optimizer.h"
+#include "train/param_buffer.h"
 
 namespace gradex {
 
@@ -47,7 +48,7 @@ ZeroResult train_zero(const TrainConfig& config, int workers, const Dataset& tra
     const std::size_t lo = split.offset(static_cast<std::size_t>(rank));
     const std::size_t len = split.size(static_cast<std::size_t>(rank));
     Mlp model(config.layers, train);
-    std::vector<float> params(count), grads(count);
+    ParamBuffer params(count), grads(count);
     // Worker 0's initialisation, everywhere (its seed; no broadcast needed
     // to agree, but the all-gather below would repair any disagreement).
     model.init(params, config.seed);
@@ -103,7 +104,7 @@ ZeroResult train_zero(const TrainConfig& config, int workers, const Dataset& tra
     }
     std::lock_guard lock(merge);
     sums[static_cast<std::size_t>(rank)] = sum;
-    finals[static_cast<std::size_t>(rank)] = std::move(params);
+    finals[static_cast<std::size_t>(rank)].assign(params.begin(), params.end());
     result.sharded_state_bytes_max =
         std::max(result.sharded_state_bytes_max, static_cast<double>(optimizer->state_bytes()));
   });
