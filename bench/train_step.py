@@ -5,8 +5,8 @@ alternating rounds.
 Each round runs every entry once; odd rounds go in the given order, even
 rounds in reverse, so that on a shared machine no entry always runs first
 or right after the same neighbour. Every run is a fresh `gradex train`
-reading results.csv: iter-ms (the whole step) and compute-ms (forward,
-backward and the optimizer). Prints, per entry, the median of the rounds
+reading results.csv: iter-ms (the whole step), compute-ms (forward,
+backward and the optimizer) and comm-ms (the exchanges, overlapped or not). Prints, per entry, the median of the rounds
 and their range.
 
 An entry is LABEL=BINARY or LABEL=BINARY:EXTRA_FLAGS (extra flags added
@@ -28,12 +28,12 @@ import tempfile
 
 
 def run_gradex(binary, flags, out_dir):
-    """One `gradex train`: (iter_ms, compute_ms) of its first result row."""
+    """One `gradex train`: (iter_ms, compute_ms, comm_ms) of its first result row."""
     subprocess.run([binary, "train", *flags, "-o", out_dir], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(os.path.join(out_dir, "results.csv"), newline="") as f:
         row = next(csv.DictReader(f))
-    return float(row["iteration_s"]) * 1e3, float(row["compute_s"]) * 1e3
+    return tuple(float(row[k]) * 1e3 for k in ("iteration_s", "compute_s", "comm_s"))
 
 
 def run_torch(python, script, batch, steps):
@@ -76,6 +76,7 @@ def main():
 
     iters = {label: [] for label, _, _ in entries}
     computes = {label: [] for label, _, _ in entries}
+    comms = {label: [] for label, _, _ in entries}
     torch_ms = []
     with tempfile.TemporaryDirectory() as scratch:
         for r in range(args.rounds):
@@ -83,9 +84,10 @@ def main():
             if args.torch and r % 2 == 1:
                 torch_ms.append(run_torch(args.torch_python, torch_script, args.torch_batch, args.torch_steps))
             for label, binary, flags in order:
-                it, comp = run_gradex(binary, flags, os.path.join(scratch, f"{label}-{r}"))
+                it, comp, comm = run_gradex(binary, flags, os.path.join(scratch, f"{label}-{r}"))
                 iters[label].append(it)
                 computes[label].append(comp)
+                comms[label].append(comm)
             if args.torch and r % 2 == 0:
                 torch_ms.append(run_torch(args.torch_python, torch_script, args.torch_batch, args.torch_steps))
             print(f"round {r + 1}: " + ", ".join(
@@ -94,9 +96,11 @@ def main():
                 file=sys.stderr)
 
     print(f"# {args.rounds} alternating rounds; flags: {' '.join(common)}")
-    print(f"{'entry':<16} {'compute-ms median [range]':>34} {'iter-ms median [range]':>34}")
+    print(f"{'entry':<16} {'compute-ms median [range]':>34} {'iter-ms median [range]':>34}"
+          f" {'comm-ms median [range]':>34}")
     for label, _, _ in entries:
-        print(f"{label:<16} {summary(computes[label]):>34} {summary(iters[label]):>34}")
+        print(f"{label:<16} {summary(computes[label]):>34} {summary(iters[label]):>34}"
+              f" {summary(comms[label]):>34}")
     if args.torch:
         print(f"{'torch':<16} {summary(torch_ms):>34}  (step: forward, backward, SGD)")
 
