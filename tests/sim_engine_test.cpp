@@ -1,6 +1,6 @@
 // The simulator's fixed points. tests/sim_engine/results.csv holds the
 // simulated times of tests/sim_engine/scenario.json (every scheme, nodes
-// sharing one NIC, protocol costs, a straggler, up to 64 ranks) as the
+// sharing one NIC, protocol costs, a straggler, up to 36 ranks) as the
 // simulator produced them; every column of every row must come out the
 // same, to the last printed digit. A faster event engine, a bounded
 // posting window or a cheaper matcher changes how the simulator computes,
