@@ -11,7 +11,7 @@
 # Usage: bash bench/sim_scale.sh [BUILD_FOLDER] [OUT_FOLDER]
 #   defaults: build/default results/sim_scale
 #   environment: RUNS, a space-separated list of scheme:ranks (default: the
-#   ring at 1,024 and 4,096 ranks, the dedicated PS at 1,024 to 16,384)
+#   ring at 1,024, 2,048 and 4,096 ranks, the dedicated PS at 1,024 to 16,384)
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
