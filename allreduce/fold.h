@@ -33,16 +33,29 @@ struct Fold {
   std::vector<std::pair<int, int>> pairs_at(int d) const;
 };
 
-// Schedule on world rank r of a world with n > 1 ranks and data.count > 0:
-//   fold:   r < 2*rem, even: send the whole buffer to r+1 and wait for the
-//           result; r < 2*rem, odd: receive-reduce r-1's buffer into ours;
-//   core:   `core(v)` on the p core ranks;
-//   unfold: r < 2*rem, odd: send the whole result back to r-1.
-void run_folded(Comm& comm, Tensor data, ReduceOp combine, const Fold& fold, Tag fold_tag,
-                Tag unfold_tag, const std::function<void(int v)>& core);
+// What a folded pair (extra rank e, even, and its partner e + 1) moves:
+// e hands `handed` to e + 1, which reduces it into its own copy (or copies
+// it, when `reduce_handed` is false), and e gets `returned` back after the
+// core. Both ranks of the pair pass the same ranges. All-reduce: the whole
+// buffer both ways; reduce-scatter: the whole buffer in, e's block back;
+// all-gather: e's block in, the whole buffer back.
+struct FoldExchange {
+  Tensor handed;
+  bool reduce_handed = true;
+  Tensor returned;
+};
 
-// The fold and the unfold: the whole buffer once each way between the
-// folded pairs, each on its own ports (0 when n is a power of two).
-double fold_model_time(const Fold& fold, const Topology& topology, double bytes);
+// Schedule on world rank r of a world with n > 1 ranks and data.count > 0:
+//   fold:   r < 2*rem, even: send `handed` to r+1 and wait for `returned`;
+//           r < 2*rem, odd: receive r-1's `handed` (reduce or copy);
+//   core:   `core(v)` on the p core ranks;
+//   unfold: r < 2*rem, odd: send `returned` back to r-1.
+void run_folded(Comm& comm, const FoldExchange& exchange, ReduceOp combine, const Fold& fold,
+                Tag fold_tag, Tag unfold_tag, const std::function<void(int v)>& core);
+
+// The fold and the unfold: `handed` and `returned` bytes, each once, between
+// the folded pairs, each on its own ports (0 when n is a power of two).
+double fold_model_time(const Fold& fold, const Topology& topology, double handed,
+                       double returned);
 
 }  // namespace gradex

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "allreduce/ring.h"
+#include "allreduce/tree.h"
 #include "common/errors.h"
 
 namespace gradex {
@@ -17,6 +18,7 @@ constexpr std::string_view kInnerSchemes[] = {"ring", "tree", "halving_doubling"
 
 constexpr Tag kReduceScatterTag = 0;
 constexpr Tag kAllGatherTag = 1;
+constexpr Tag kBroadcastTag = 2;  // on the whole group, apart from the sub-groups' tags
 
 }  // namespace
 
@@ -101,6 +103,62 @@ double HierarchicalScheme::model_time(std::size_t bytes, const Topology& topolog
   if (topology.nic_per_node && !between.inter.unlimited()) between.inter.bytes_per_second /= g;
   const std::size_t block = bytes / static_cast<std::size_t>(g);
   return 2 * intra + (m > 1 ? inner_->model_time(block, between) : 0.0);
+}
+
+bool HierarchicalScheme::provides(Collective c) const {
+  const std::string& inter = options().inter_algorithm;
+  return c == Collective::all_reduce ||
+         (c == Collective::broadcast && (inter == "ring" || inter == "tree"));
+}
+
+// A leader sends each segment to its node's next rank first (the fast
+// port), then to the leaders of its child nodes.
+BroadcastLinks HierarchicalScheme::broadcast_links(int rank) const {
+  const int g = options().ranks_per_node;
+  const int node = rank / g;
+  const int local = rank % g;
+  BroadcastLinks links;
+  if (local > 0) {
+    links.parent = rank - 1;
+    if (local + 1 < g) links.children.push_back(rank + 1);
+    return links;
+  }
+  static_assert(kBroadcastRoot == 0, "the broadcast starts at node 0's leader");
+  const BroadcastLinks between = options().inter_algorithm == "ring"
+                                     ? chain_links(node, nodes(), 0)
+                                     : inorder_broadcast_links(nodes(), node);
+  if (between.parent >= 0) links.parent = between.parent * g;
+  if (g > 1) links.children.push_back(rank + 1);
+  for (int child : between.children) links.children.push_back(child * g);
+  return links;
+}
+
+void HierarchicalScheme::broadcast(Comm& comm, Tensor data) {
+  GRADEX_ENFORCE_EQ(comm.size(), workers(), "hierarchical runs on the workers only");
+  GRADEX_ENFORCE(provides(Collective::broadcast), "no broadcast over this inter-node algorithm");
+  if (comm.size() == 1) return;
+  pipelined_broadcast(comm, data, broadcast_links(comm.rank()), options().segment_bytes,
+                      kBroadcastTag);
+}
+
+Traffic HierarchicalScheme::collective_traffic(Collective c, int endpoint, std::size_t count,
+                                               DType dtype) const {
+  if (c != Collective::broadcast || !provides(c)) {
+    return Scheme::collective_traffic(c, endpoint, count, dtype);
+  }
+  if (workers() == 1) return {};
+  return pipelined_broadcast_traffic(broadcast_links(endpoint), count, dtype,
+                                     options().segment_bytes);
+}
+
+double HierarchicalScheme::collective_model_time(Collective c, std::size_t bytes,
+                                                 const Topology& topology) const {
+  if (c != Collective::broadcast || !provides(c)) {
+    return Scheme::collective_model_time(c, bytes, topology);
+  }
+  return pipelined_broadcast_model_time(
+      topology, workers(), [this](int r) { return broadcast_links(r); }, bytes,
+      options().segment_bytes);
 }
 
 }  // namespace gradex

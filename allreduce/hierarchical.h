@@ -8,12 +8,18 @@
 //      the inner scheme (options().inter_algorithm), so only 1/G of the
 //      buffer per rank crosses the slow links;
 //   3. ring all-gather inside each node spreads the G finished blocks.
+//
+// Its broadcast is one pipelined tree over both levels: worker 0 down the
+// node leaders (local rank 0; a chain when the inter-node algorithm is the
+// ring, the in-order binary tree when it is the tree), and in each node a
+// chain from its leader, so a segment crosses the slow links once per node.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <string_view>
 
+#include "allreduce/pipelined_broadcast.h"
 #include "common/comm.h"
 #include "common/scheme.h"
 
@@ -31,6 +37,13 @@ class HierarchicalScheme final : public Scheme {
   HierarchicalScheme(SchemeOptions options, const SchemeFactory& make_inner);
 
   void allreduce(Comm& comm, Tensor data, ReduceOp op) override;
+  // Broadcast where the inter-node algorithm has a tree shape (ring, tree).
+  bool provides(Collective c) const override;
+  void broadcast(Comm& comm, Tensor data) override;
+  Traffic collective_traffic(Collective c, int endpoint, std::size_t count,
+                             DType dtype) const override;
+  double collective_model_time(Collective c, std::size_t bytes,
+                               const Topology& topology) const override;
   Traffic expected_traffic(int endpoint, std::size_t count, DType dtype) const override;
   // The sum of the three phases, each with its own links: two intra-node
   // ring phases of S, and the inner scheme's model on S/G between nodes
@@ -40,6 +53,8 @@ class HierarchicalScheme final : public Scheme {
   int nodes() const { return workers() / options().ranks_per_node; }
 
  private:
+  BroadcastLinks broadcast_links(int rank) const;
+
   std::unique_ptr<Scheme> inner_;  // runs on nodes() ranks
 };
 

@@ -37,7 +37,7 @@ void RecursiveDoublingScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
   const ReduceOp combine = combining_op(op);
   const Fold fold(comm.size());
   if (comm.size() > 1 && data.count > 0) {
-    run_folded(comm, data, combine, fold, kFoldTag, kUnfoldTag, [&](int v) {
+    run_folded(comm, {data, true, data}, combine, fold, kFoldTag, kUnfoldTag, [&](int v) {
       const bool phantom = comm.phantom_payloads();
       std::vector<std::byte> outgoing(phantom ? 0 : data.bytes());
       for (int d = 1; d < fold.p; d *= 2) {
@@ -79,7 +79,7 @@ double RecursiveDoublingScheme::model_time(std::size_t bytes, const Topology& to
   const double s = static_cast<double>(bytes);
   double total = 0;
   for (int d = 1; d < fold.p; d *= 2) total += slowest_message(topology, fold.pairs_at(d), s);
-  return total + fold_model_time(fold, topology, s);
+  return total + fold_model_time(fold, topology, s, s);
 }
 
 }  // namespace gradex

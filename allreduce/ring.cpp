@@ -1,10 +1,12 @@
 #include "allreduce/ring.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <optional>
 #include <vector>
 
+#include "allreduce/pipelined_broadcast.h"
 #include "allreduce/segments.h"
 #include "common/cost_model.h"
 #include "common/errors.h"
@@ -171,6 +173,18 @@ void ring_all_gather(Comm& comm, Tensor data, std::size_t segment_bytes, Tag tag
   RingPhase(comm, data, ReduceOp::sum, segment_bytes, tag, /*reduce=*/false).finish();
 }
 
+void ring_broadcast(Comm& comm, Tensor data, int root, std::size_t segment_bytes, Tag tag,
+                    int ranks) {
+  if (ranks == 1 || comm.rank() >= ranks) return;
+  pipelined_broadcast(comm, data, chain_links(comm.rank(), ranks, root), segment_bytes, tag);
+}
+
+Traffic ring_broadcast_traffic(int rank, int n, int root, std::size_t count, DType dtype,
+                               std::size_t segment_bytes) {
+  if (n == 1) return {};
+  return pipelined_broadcast_traffic(chain_links(rank, n, root), count, dtype, segment_bytes);
+}
+
 Traffic ring_reduce_scatter_traffic(int rank, int n, std::size_t count, DType dtype,
                                     std::size_t segment_bytes) {
   return ring_phase_traffic(rank, n, count, dtype, segment_bytes, true);
@@ -201,6 +215,57 @@ void RingScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
     gather.finish();
   }
   finish_reduce(data, op, comm.size());
+}
+
+void RingScheme::reduce_scatter(Comm& comm, Tensor data, ReduceOp op) {
+  GRADEX_ENFORCE_EQ(comm.size(), workers(), "ring runs on the workers only");
+  ring_reduce_scatter(comm, data, op, options().segment_bytes, /*tag=*/0);
+  const BlockSplit split{data.count, static_cast<std::size_t>(comm.size())};
+  const auto mine = static_cast<std::size_t>(comm.rank());
+  finish_reduce(data.slice(split.offset(mine), split.size(mine)), op, comm.size());
+}
+
+void RingScheme::all_gather(Comm& comm, Tensor data) {
+  GRADEX_ENFORCE_EQ(comm.size(), workers(), "ring runs on the workers only");
+  ring_all_gather(comm, data, options().segment_bytes, /*tag=*/1);
+}
+
+void RingScheme::broadcast(Comm& comm, Tensor data) {
+  GRADEX_ENFORCE_EQ(comm.size(), workers(), "ring runs on the workers only");
+  ring_broadcast(comm, data, kBroadcastRoot, options().segment_bytes, /*tag=*/2, comm.size());
+}
+
+Traffic RingScheme::collective_traffic(Collective c, int endpoint, std::size_t count,
+                                       DType dtype) const {
+  const std::size_t seg = options().segment_bytes;
+  switch (c) {
+    case Collective::all_reduce: return expected_traffic(endpoint, count, dtype);
+    case Collective::reduce_scatter:
+      return ring_reduce_scatter_traffic(endpoint, workers(), count, dtype, seg);
+    case Collective::all_gather:
+      return ring_all_gather_traffic(endpoint, workers(), count, dtype, seg);
+    case Collective::broadcast:
+      return ring_broadcast_traffic(endpoint, workers(), kBroadcastRoot, count, dtype, seg);
+  }
+  return Scheme::collective_traffic(c, endpoint, count, dtype);
+}
+
+double RingScheme::collective_model_time(Collective c, std::size_t bytes,
+                                         const Topology& topology) const {
+  const int n = workers();
+  std::vector<int> ring(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) ring[static_cast<std::size_t>(r)] = r;
+  switch (c) {
+    case Collective::all_reduce: return model_time(bytes, topology);
+    case Collective::reduce_scatter:
+    case Collective::all_gather:
+      return ring_phase_model_time(topology, ring, static_cast<double>(bytes));
+    case Collective::broadcast:
+      return pipelined_broadcast_model_time(
+          topology, n, [n](int r) { return chain_links(r, n, kBroadcastRoot); }, bytes,
+          options().segment_bytes);
+  }
+  return Scheme::collective_model_time(c, bytes, topology);
 }
 
 Traffic RingScheme::expected_traffic(int endpoint, std::size_t count, DType dtype) const {

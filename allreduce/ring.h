@@ -16,11 +16,20 @@ void ring_reduce_scatter(Comm& comm, Tensor data, ReduceOp op, std::size_t segme
                          Tag tag);
 // Rank r contributes block r; on return every rank holds every block.
 void ring_all_gather(Comm& comm, Tensor data, std::size_t segment_bytes, Tag tag);
-// Link traffic of rank r for the two functions above on `count` elements.
+// Rank `root`'s buffer to ranks 0..ranks-1 of comm (the others take no
+// part), as a pipelined chain root -> root+1 -> ... -> root-1: each segment
+// is forwarded as soon as it has arrived, so k segments take n-2+k segment
+// times and every rank but the last sends the buffer once (NCCL's ring
+// broadcast).
+void ring_broadcast(Comm& comm, Tensor data, int root, std::size_t segment_bytes, Tag tag,
+                    int ranks);
+// Link traffic of rank r for the functions above on `count` elements.
 Traffic ring_reduce_scatter_traffic(int rank, int n, std::size_t count, DType dtype,
                                     std::size_t segment_bytes);
 Traffic ring_all_gather_traffic(int rank, int n, std::size_t count, DType dtype,
                                 std::size_t segment_bytes);
+Traffic ring_broadcast_traffic(int rank, int n, int root, std::size_t count, DType dtype,
+                               std::size_t segment_bytes);
 
 // Cost model of one ring phase (reduce-scatter or all-gather) of `bytes`
 // over endpoints `members` of `topology`, in ring order: n-1 steps, each
@@ -29,14 +38,26 @@ Traffic ring_all_gather_traffic(int rank, int n, std::size_t count, DType dtype,
 double ring_phase_model_time(const Topology& topology, const std::vector<int>& members,
                              double bytes);
 
+// Provides every collective: its reduce-scatter and all-gather are the
+// all-reduce's two phases on their own, its broadcast the chain above.
 class RingScheme final : public Scheme {
  public:
   using Scheme::Scheme;
   void allreduce(Comm& comm, Tensor data, ReduceOp op) override;
+  bool provides(Collective) const override { return true; }
+  void reduce_scatter(Comm& comm, Tensor data, ReduceOp op) override;
+  void all_gather(Comm& comm, Tensor data) override;
+  void broadcast(Comm& comm, Tensor data) override;
   Traffic expected_traffic(int endpoint, std::size_t count, DType dtype) const override;
   // 2(n-1) (a + S / (n B)) over the slowest hop: docs/architecture.md's
   // 2(n-1) a + 2 (n-1)/n S / B; summed over the slices when sliced.
   double model_time(std::size_t bytes, const Topology& topology) const override;
+  Traffic collective_traffic(Collective c, int endpoint, std::size_t count,
+                             DType dtype) const override;
+  // Reduce-scatter and all-gather: one phase, (n-1) (a + S / (n B)).
+  // Broadcast: (n-2+k) (a + s / B) for k segments of s bytes.
+  double collective_model_time(Collective c, std::size_t bytes,
+                               const Topology& topology) const override;
 };
 
 }  // namespace gradex

@@ -17,6 +17,7 @@ namespace {
 // up-message of one tree could match a down-receive of the other.
 constexpr Tag kUpTag[2] = {0, 1};
 constexpr Tag kDownTag[2] = {2, 3};
+constexpr Tag kBroadcastTag = 4;
 
 // A rank's level in the in-order tree is its lowest set bit; the root (0)
 // sits above everyone, at the smallest power of two >= n.
@@ -265,6 +266,41 @@ double TreeScheme::model_time(std::size_t bytes, const Topology& topology) const
   const double phase = phase_port + depth * slowest.delay(segment) +
                        (depth - 1) * slowest.wire_bytes(segment) * per_byte;
   return 2 * phase;
+}
+
+BroadcastLinks inorder_broadcast_links(int n, int rank) {
+  const TreeLinks tree = inorder_tree(n, rank);
+  BroadcastLinks links;
+  links.parent = tree.parent;
+  for (int child : tree.children) {
+    if (child >= 0) links.children.push_back(child);
+  }
+  return links;
+}
+
+static_assert(kBroadcastRoot == 0, "the in-order tree is rooted at rank 0");
+
+void TreeScheme::broadcast(Comm& comm, Tensor data) {
+  GRADEX_ENFORCE_EQ(comm.size(), workers(), "tree runs on the workers only");
+  if (comm.size() == 1) return;
+  pipelined_broadcast(comm, data, inorder_broadcast_links(comm.size(), comm.rank()),
+                      options().segment_bytes, kBroadcastTag);
+}
+
+Traffic TreeScheme::collective_traffic(Collective c, int endpoint, std::size_t count,
+                                       DType dtype) const {
+  if (c != Collective::broadcast) return Scheme::collective_traffic(c, endpoint, count, dtype);
+  if (workers() == 1) return {};
+  return pipelined_broadcast_traffic(inorder_broadcast_links(workers(), endpoint), count, dtype,
+                                     options().segment_bytes);
+}
+
+double TreeScheme::collective_model_time(Collective c, std::size_t bytes,
+                                         const Topology& topology) const {
+  if (c != Collective::broadcast) return Scheme::collective_model_time(c, bytes, topology);
+  const int n = workers();
+  return pipelined_broadcast_model_time(
+      topology, n, [n](int r) { return inorder_broadcast_links(n, r); }, bytes, options().segment_bytes);
 }
 
 }  // namespace gradex

@@ -8,6 +8,7 @@
 
 #include <array>
 
+#include "allreduce/pipelined_broadcast.h"
 #include "common/comm.h"
 #include "common/scheme.h"
 
@@ -26,13 +27,26 @@ struct TreeLinks {
 // its lowest set bit, so odd ranks are leaves and the tree stays balanced.
 // Ranks are numbered in in-order, which keeps parents and children close.
 TreeLinks inorder_tree(int n, int rank);
+// inorder_tree's links as a broadcast's (allreduce/pipelined_broadcast.h).
+BroadcastLinks inorder_broadcast_links(int n, int rank);
 // Tree `which` (0 = A, 1 = B) of the double binary tree over n ranks.
 TreeLinks double_tree(int n, int rank, int which);
 
+// Also a broadcast: down the in-order tree from worker 0, pipelined in
+// segments, so the first segment crosses log2 n hops instead of a chain's
+// n-1 (each interior rank sends the buffer to two children).
 class TreeScheme final : public Scheme {
  public:
   using Scheme::Scheme;
   void allreduce(Comm& comm, Tensor data, ReduceOp op) override;
+  bool provides(Collective c) const override {
+    return c == Collective::all_reduce || c == Collective::broadcast;
+  }
+  void broadcast(Comm& comm, Tensor data) override;
+  Traffic collective_traffic(Collective c, int endpoint, std::size_t count,
+                             DType dtype) const override;
+  double collective_model_time(Collective c, std::size_t bytes,
+                               const Topology& topology) const override;
   Traffic expected_traffic(int endpoint, std::size_t count, DType dtype) const override;
   // An approximation, not docs/architecture.md's unpipelined 2 log2(N) (a + S / B):
   // this tree is pipelined, so the busiest port's bytes over B, plus the

@@ -49,7 +49,9 @@ for (( k = 1; k <= rounds; k++ )); do
 done
 
 mkdir -p "$out.tmp"
-/usr/bin/python3 bench/ps_vs_mpi_report.py "$scratch" "$out.tmp"
+/usr/bin/python3 bench/versus_baseline_report.py "$scratch" "$out.tmp" mpi_reduce_bcast \
+  "The parameter server over tcp against MPI_Reduce + MPI_Bcast" \
+  "4 workers, unshaped on loopback, every process on one 2-core machine (oversubscribed: 5 processes)."
 rm -rf "$out"
 mv "$out.tmp" "$out"
 echo "ps_vs_mpi: wrote $out" >&2

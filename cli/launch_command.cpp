@@ -54,6 +54,10 @@ std::vector<std::string> participant_args(const LaunchFlags& f) {
     for (const auto& n : f.scenario.schemes) s += (s.empty() ? "" : ",") + n;
     a.insert(a.end(), {"--schemes", s});
   }
+  if (!f.scenario.fields.collective.empty()) {
+    a.insert(a.end(), {"--collective", f.scenario.fields.collective});
+  }
+  if (f.scenario.unshaped) a.push_back("--unshaped");
   if (!f.scenario.output.empty()) a.insert(a.end(), {"-o", f.scenario.output});
   if (f.scenario.no_output) a.push_back("--no-output");
   if (f.quiet) a.push_back("-q");
@@ -152,6 +156,7 @@ Command add_launch_command(CLI::App& parent) {
   cmd->add_flag("--no-output", f->scenario.no_output, "write no result files");
   cmd->add_flag("-q,--quiet", f->quiet, "print only the summary");
   add_unshaped_flag(*cmd, f->scenario);
+  add_collective_flag(*cmd, f->scenario);
   return {cmd, [f] {
             if (f->workers > 0) f->scenario.workers = {f->workers};
             auto env = launch_env([](const char* name) { return std::getenv(name); });

@@ -1,4 +1,5 @@
-// gradex list: the registered schemes in registry order, then the link
+// gradex list: the registered schemes in registry order, the collectives
+// and the schemes that provide each, then the link
 // and node presets a scenario's network can name, each in a column as wide
 // as its longest name.
 #include <algorithm>
@@ -38,6 +39,22 @@ std::string describe_preset(const LinkPreset& p) {
   return out.str();
 }
 
+// The schemes that provide collective c, in registry order. A scheme that
+// cannot be made in this process (the MPI baselines outside mpirun) is
+// left out; its summary names its collectives.
+std::string providers(Collective c) {
+  std::string out;
+  for (const SchemeEntry& e : scheme_registry()) {
+    if (e.needs_mpi_job) continue;
+    SchemeOptions probe;
+    probe.workers = 4;
+    if (!e.make(probe)->provides(c)) continue;
+    if (!out.empty()) out += ", ";
+    out += e.name;
+  }
+  return out;
+}
+
 }  // namespace
 
 Command add_list_command(CLI::App& parent) {
@@ -46,6 +63,11 @@ Command add_list_command(CLI::App& parent) {
             std::cout << "schemes:\n";
             print_column(scheme_registry(), [](const auto& e) { return e.name; },
                          [](const auto& e) { return e.summary; });
+            std::cout << "collectives (\"collective\": NAME; bytes: the whole buffer), by the "
+                         "schemes that provide them:\n";
+            print_column(kCollectives,
+                         [](Collective c) { return std::string(collective_name(c)); },
+                         [](Collective c) { return providers(c); });
             std::cout << "link presets (\"network\": {\"inter_node\": NAME}), rates one way:\n";
             print_column(link_presets(), [](const LinkPreset& p) { return std::string(p.name); },
                          [](const LinkPreset& p) { return describe_preset(p); });

@@ -44,6 +44,7 @@ void add_field_flags(CLI::App& cmd, ScenarioFlags& flags) {
   cmd.add_option("-f,--stepfactor", f.step_factor, "size multiplier between -b and -e (default 2)");
   cmd.add_option("--iters", f.iters, "timed iterations per size");
   cmd.add_option("--warmup", f.warmup, "warm-up iterations per size");
+  add_collective_flag(cmd, flags);
   cmd.add_option("--dtype", f.dtype, "f32 f64 f16 bf16 i32");
   cmd.add_option("--op", f.op, "sum avg min max");
   cmd.add_option("--ranks-per-node", f.ranks_per_node, "consecutive ranks per node");
@@ -56,6 +57,12 @@ void add_field_flags(CLI::App& cmd, ScenarioFlags& flags) {
   cmd.add_option("--servers", f.servers, "PS servers (ps.servers); several sweep, e.g. 1,2,4")
       ->delimiter(',')
       ->allow_extra_args(false);
+}
+
+void add_collective_flag(CLI::App& cmd, ScenarioFlags& flags) {
+  std::string collectives;
+  for (const std::string& name : collective_names()) collectives += name + " ";
+  cmd.add_option("--collective", flags.fields.collective, collectives + "(default all_reduce)");
 }
 
 void add_unshaped_flag(CLI::App& cmd, ScenarioFlags& flags) {
@@ -107,6 +114,7 @@ std::vector<FieldWrite> field_writes(const FieldFlags& f) {
   }
   if (f.iters >= 0) w.push_back({"--iters", P("/iters"), f.iters});
   if (f.warmup >= 0) w.push_back({"--warmup", P("/warmup_iters"), f.warmup});
+  if (!f.collective.empty()) w.push_back({"--collective", P("/collective"), f.collective});
   if (!f.dtype.empty()) w.push_back({"--dtype", P("/dtype"), f.dtype});
   if (!f.op.empty()) w.push_back({"--op", P("/op"), f.op});
   if (f.ranks_per_node > 0) w.push_back({"--ranks-per-node", P("/ranks_per_node"), f.ranks_per_node});
@@ -214,6 +222,25 @@ RunPlan plan_with_overrides(const ScenarioFlags& flags, Scenario s) {
   return plan_runs(std::move(s));
 }
 
+// A scheme named outright that provides none of the swept collectives
+// would run nowhere: refused, as a scheme that does not provide an
+// unswept collective is by plan_runs.
+void check_named_schemes_run(const std::vector<RunPlan>& plans, const ScenarioFlags& flags,
+                             const std::vector<FieldWrite>& writes) {
+  const Scenario& first = plans.front().scenario;
+  if (!first.collective_swept || first.all_schemes) return;
+  for (std::size_t i = 0; i < first.schemes.size(); ++i) {
+    bool runs = false;
+    for (const RunPlan& plan : plans) {
+      for (const PlannedRun& run : plan.runs) runs = runs || run.scheme == first.schemes[i];
+    }
+    if (!runs) {
+      throw_named(flags, writes, "/schemes/" + std::to_string(i),
+                  "scheme '" + first.schemes[i] + "' provides none of the swept collectives");
+    }
+  }
+}
+
 // Every point's plan; `sweeps` false: a scenario that sweeps is refused
 // (the commands that run one point: launch, tune, train).
 std::vector<RunPlan> plans_of_points(const ScenarioFlags& flags, bool sweeps) {
@@ -233,7 +260,7 @@ std::vector<RunPlan> plans_of_points(const ScenarioFlags& flags, bool sweeps) {
   for (const SweepPoint& point : points) {
     RunPlan plan;
     try {
-      plan = plan_with_overrides(flags, parse_scenario(point.document));
+      plan = plan_with_overrides(flags, parse_sweep_point(point));
     } catch (const ConfigError& e) {
       // Checks after parsing name a JSON pointer; flags name themselves.
       if (e.field().rfind('/', 0) != 0) throw;
@@ -255,6 +282,7 @@ std::vector<RunPlan> plans_of_points(const ScenarioFlags& flags, bool sweeps) {
     }
     plans.push_back(std::move(plan));
   }
+  check_named_schemes_run(plans, flags, writes);
   if (plans.size() > 1 && (!sweeps || plans.front().scenario.training)) {
     throw_named(flags, writes, plans.front().swept_field,
                 plans.front().scenario.training

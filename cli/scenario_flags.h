@@ -20,6 +20,7 @@ struct FieldFlags {
   std::string min_bytes, max_bytes;  // -b, -e: /sizes/from, /sizes/to
   int step_factor = 0;               // -f: /sizes/factor
   int iters = -1, warmup = -1;       // /iters, /warmup_iters
+  std::string collective;  // /collective (nccl-tests: one binary per collective)
   std::string dtype, op;
   int ranks_per_node = 0;
   std::string link, latency, intra_link;  // /network/inter_node, /network/intra_node
@@ -46,6 +47,9 @@ struct ScenarioFlags {
 // FieldFlags, and -n for --workers.
 void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags, bool with_fields = false);
 void add_field_flags(CLI::App& cmd, ScenarioFlags& flags);
+// --collective (/collective), among the field flags and on its own for
+// launch.
+void add_collective_flag(CLI::App& cmd, ScenarioFlags& flags);
 // --unshaped, for the subcommands that move real bytes (run, launch).
 void add_unshaped_flag(CLI::App& cmd, ScenarioFlags& flags);
 // The scenario file's path, or "(flags)" for a scenario made of flags.

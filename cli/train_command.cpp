@@ -17,7 +17,6 @@
 #include "runner/output_paths.h"
 #include "schemes/registry.h"
 #include "train/train_job.h"
-#include "train/zero.h"
 
 namespace gradex::cli {
 
@@ -88,6 +87,18 @@ TrainOutputs outputs_of(const TrainFlags& f, const TrainJob& job, const Trace& t
   return w;
 }
 
+// --no-sync-baseline: the same training with the exchange skipped, over
+// `scheme` (which then only broadcasts the initial parameters).
+void add_no_sync_baseline(const TrainFlags& f, const TrainJob& job, const std::string& scheme,
+                          TrainOutcome& o) {
+  if (!job.workload().no_sync_baseline) return;
+  std::cout << "# " << kNoSyncRun << " baseline (exchange skipped)\n" << std::flush;
+  const Setup setup = setup_for(f, scheme);
+  TrainResult r = run_training(scheme, setup.options, no_sync_baseline(job.config()),
+                               job.source(f.workers), setup.transport);
+  o.runs.push_back({kNoSyncRun, f.workers, std::move(r)});
+}
+
 int run_ps_training(const TrainFlags& f, const TrainJob& job) {
   TrainOutcome o;
   for (const std::string& name : f.w.consistency) {
@@ -129,9 +140,11 @@ int run_profiled(const TrainFlags& f, const TrainJob& job, const std::vector<std
       cc.trace_steps = traced ? f.w.trace_steps : 0;
       TrainResult r = run_training(s, setup.options, cc, job.source(f.workers), setup.transport,
                                    traced ? &trace : nullptr);
-      o.runs.push_back({s + (overlap ? " overlap" : " no-overlap"), f.workers, std::move(r)});
+      o.runs.push_back({run_label(s, cc) + (overlap ? " overlap" : " no-overlap"), f.workers,
+                        std::move(r)});
     }
   }
+  add_no_sync_baseline(f, job, schemes.front(), o);
   return finish_training(std::cout, o, outputs_of(f, job, trace));
 }
 
@@ -147,9 +160,6 @@ void refuse_flags_that_do_not_apply(const TrainFlags& f, const CLI::App& cmd) {
   if (!known) {
     throw ConfigError("--transport", "unknown transport '" + f.transport + "' (known: " + names + ")");
   }
-  if (f.transport != "inproc" && f.zero) {
-    throw ConfigError("--zero", "runs on in-process threads only (got --transport " + f.transport + ")");
-  }
   if (f.transport == "sim" && given("--timeout-ms")) {
     throw ConfigError("--timeout-ms", "does not apply to --transport sim, whose waits end or "
                                       "deadlock on virtual time");
@@ -159,10 +169,32 @@ void refuse_flags_that_do_not_apply(const TrainFlags& f, const CLI::App& cmd) {
                                             std::to_string(f.timeout_ms) +
                                             "): the other workers' waits would time out");
   }
-  if (given("--link-gbps") && f.zero) {
-    throw ConfigError("--link-gbps", "--zero runs on unshaped links");
-  }
   const auto& c = f.w.consistency;
+  // PS consistency training replaces the schemes: whole f32 gradients go to
+  // servers that run the optimizer; no buckets, hooks or timeline.
+  for (const char* flag : {"--scheme", "--compression", "--bucket-mb", "--no-overlap", "--trace",
+                           "--zero"}) {
+    if (given(flag) && !c.empty()) {
+      throw ConfigError(flag, "does not apply to --consistency (PS training through servers "
+                              "that run the optimizer)");
+    }
+  }
+  // By name: -s all runs every scheme, and auto may run any that needs no
+  // servers of its own, so neither refuses.
+  const auto some_scheme = [&](const auto& reads) {
+    return std::any_of(f.schemes.begin(), f.schemes.end(), [&](const std::string& s) {
+      return s == "all" || s == "auto" || reads(s);
+    });
+  };
+  if (given("--servers") && c.empty() &&
+      !some_scheme([](const std::string& s) { return s.rfind("ps", 0) == 0; })) {
+    throw ConfigError("--servers", "applies to the ps schemes and --consistency only");
+  }
+  if (given("--ranks-per-node") && !given("--link-gbps") &&
+      !some_scheme([](const std::string& s) { return s == "hierarchical"; })) {
+    throw ConfigError("--ranks-per-node",
+                      "applies to hierarchical and to shaped links (--link-gbps) only");
+  }
   if (given("--staleness") && std::find(c.begin(), c.end(), "ssp") == c.end()) {
     throw ConfigError("--staleness", "applies to --consistency ssp only");
   }
@@ -178,7 +210,7 @@ void refuse_flags_that_do_not_apply(const TrainFlags& f, const CLI::App& cmd) {
   }
   // A profiled workload emulates compute: no layers, no data, no optimizer.
   for (const char* flag : {"--layers", "--data-dir", "--train-samples", "--optimizer", "--lr",
-                           "--momentum", "--zero", "--consistency"}) {
+                           "--momentum", "--consistency"}) {
     if (given(flag) && profiled) throw ConfigError(flag, "does not apply to --profile workloads");
   }
 }
@@ -231,9 +263,13 @@ Command add_train_command(CLI::App& parent) {
   cmd->add_option("--link-gbps", f->link_gbps, "shape every link to this many GB/s (0: unshaped)");
   cmd->add_option("--latency-us", f->latency_us, "shaped links' latency in microseconds");
   cmd->add_flag("--zero", f->zero,
-                "also train with ZeRO-2 sharding (ring reduce-scatter, sharded optimizer, "
-                "all-gather) and compare optimizer memory");
+                "ZeRO-2: reduce-scatter each bucket, each worker steps its shard with "
+                "shard-sized optimizer state, then all-gathers the parameters (schemes that "
+                "provide reduce_scatter and all_gather)");
   cmd->add_option("--staleness", w.staleness, "SSP's staleness bound s, in steps");
+  cmd->add_flag("--no-sync-baseline", w.no_sync_baseline,
+                "also train with the exchange skipped (torch's no_sync) and report comm-share "
+                "= 1 - no-sync step / step");
   cmd->add_option("--straggler-ms", w.straggler_ms,
                   "the last worker starts every step this many ms late (any scheme; on the "
                   "simulator in virtual time)")
@@ -245,18 +281,27 @@ Command add_train_command(CLI::App& parent) {
             if (!f->w.trace.empty()) check_output_file(f->w.trace, "--trace");
             check_link_range({f->link_gbps * 1e9, f->latency_us * 1e-6}, "--link-gbps",
                              "--latency-us");
+            TrainWorkload w = f->w;
+            w.overlap = !f->no_overlap;
+            if (f->zero) w.zero = 2;
+            const auto shards = [&](const std::string& s) {
+              const auto scheme = make_scheme(s, setup_for(*f, s).options);
+              return scheme->provides(Collective::reduce_scatter) &&
+                     scheme->provides(Collective::all_gather);
+            };
             std::vector<std::string> schemes;
             for (const std::string& s : f->schemes) {
               if (s == "all") {
-                // The MPI baselines need mpirun, which `gradex train` is not.
-                for (const std::string& name : portable_scheme_names()) schemes.push_back(name);
+                // The MPI baselines need mpirun, which `gradex train` is
+                // not; under --zero, all the schemes that can shard.
+                for (const std::string& name : portable_scheme_names()) {
+                  if (w.zero == 0 || shards(name)) schemes.push_back(name);
+                }
               } else {
                 find_scheme(s, "--scheme");
                 schemes.push_back(s);
               }
             }
-            TrainWorkload w = f->w;
-            w.overlap = !f->no_overlap;
             const bool profiled = !w.model.empty();
             if (profiled) {
               w.epochs = 1;  // a profiled run is its --max-steps steps (default 20)
@@ -266,6 +311,10 @@ Command add_train_command(CLI::App& parent) {
             }
             check_train_workload(w, flag_of);
             check_train_memory(w, f->workers, flag_of);
+            for (const std::string& s : schemes) {
+              const auto scheme = make_scheme(s, setup_for(*f, s).options);
+              check_zero(w.zero, [&](Collective c) { return scheme->provides(c); }, s, "--zero");
+            }
             std::cout << provenance_line() << "\n";
             const TrainJob job(std::move(w), flag_of);
             job.check_worker_counts({f->workers}, flag_of);
@@ -276,25 +325,16 @@ Command add_train_command(CLI::App& parent) {
             TrainOutcome o;
             Trace trace;
             for (const std::string& s : schemes) {
-              std::cout << "# " << s << "\n" << std::flush;
+              const std::string label = run_label(s, job.config());
+              std::cout << "# " << label << "\n" << std::flush;
               const Setup setup = setup_for(*f, s);
               TrainResult r = run_training(
                   s, setup.options, job.config(), job.source(f->workers), setup.transport,
                   job.workload().trace.empty() ? nullptr : &trace,
-                  [&](const EpochRecord& e) { print_epoch(std::cout, s, e); });
-              o.runs.push_back({s, f->workers, std::move(r)});
+                  [&](const EpochRecord& e) { print_epoch(std::cout, label, e); });
+              o.runs.push_back({label, f->workers, std::move(r)});
             }
-            if (f->zero) {
-              std::cout << "# zero (sharded optimizer)\n" << std::flush;
-              ZeroResult z = train_zero(
-                  job.config(), f->workers, job.train_data(), job.test_data(),
-                  TransportOptions{std::chrono::milliseconds(f->timeout_ms), std::nullopt},
-                  [&](const EpochRecord& e) { print_epoch(std::cout, "zero", e); });
-              std::cout << "# optimizer state per worker: replicated (DDP) "
-                        << z.replicated_state_bytes / 1e6 << " MB, ZeRO (largest shard) "
-                        << z.sharded_state_bytes_max / 1e6 << " MB\n";
-              o.runs.push_back({"zero", f->workers, std::move(z.train)});
-            }
+            add_no_sync_baseline(*f, job, schemes.front(), o);
             return finish_training(std::cout, o, outputs_of(*f, job, trace));
           }};
 }

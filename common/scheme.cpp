@@ -1,10 +1,39 @@
 #include "common/scheme.h"
 
+#include "common/errors.h"
+
 namespace gradex {
 
-double Scheme::bus_factor() const {
-  const double n = workers();
-  return n > 1 ? 2.0 * (n - 1) / n : 0.0;
+namespace {
+[[noreturn]] void not_provided(Collective c) {
+  throw Error("this scheme does not provide " + std::string(collective_name(c)));
+}
+}  // namespace
+
+void Scheme::reduce_scatter(Comm&, Tensor, ReduceOp) { not_provided(Collective::reduce_scatter); }
+void Scheme::all_gather(Comm&, Tensor) { not_provided(Collective::all_gather); }
+void Scheme::broadcast(Comm&, Tensor) { not_provided(Collective::broadcast); }
+
+void Scheme::run(Comm& comm, Collective c, Tensor data, ReduceOp op) {
+  switch (c) {
+    case Collective::all_reduce: return allreduce(comm, data, op);
+    case Collective::reduce_scatter: return reduce_scatter(comm, data, op);
+    case Collective::all_gather: return all_gather(comm, data);
+    case Collective::broadcast: return broadcast(comm, data);
+  }
+  not_provided(c);
+}
+
+Traffic Scheme::collective_traffic(Collective c, int endpoint, std::size_t count,
+                                   DType dtype) const {
+  if (c != Collective::all_reduce) not_provided(c);
+  return expected_traffic(endpoint, count, dtype);
+}
+
+double Scheme::collective_model_time(Collective c, std::size_t bytes,
+                                     const Topology& topology) const {
+  if (c != Collective::all_reduce) not_provided(c);
+  return model_time(bytes, topology);
 }
 
 }  // namespace gradex

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "common/collective.h"
 #include "common/comm.h"
 #include "common/dtype.h"
 #include "common/reduce.h"
@@ -60,9 +61,22 @@ class Scheme {
   // dedicated servers pass a phantom tensor with the same count and dtype.
   virtual void allreduce(Comm& comm, Tensor data, ReduceOp op) = 0;
 
-  // nccl-tests' bus-bandwidth factor: busbw = algbw * factor. Every scheme
-  // reports the all-reduce factor 2(n-1)/n so that they are comparable.
-  virtual double bus_factor() const;
+  // The other collectives (common/collective.h): a scheme that provides one
+  // overrides its function and says so here; the planner refuses a
+  // collective a scheme does not provide, and the defaults throw. Each runs
+  // on every endpoint as allreduce does, in place on the workers' buffers.
+  virtual bool provides(Collective c) const { return c == Collective::all_reduce; }
+  virtual void reduce_scatter(Comm& comm, Tensor data, ReduceOp op);
+  virtual void all_gather(Comm& comm, Tensor data);
+  virtual void broadcast(Comm& comm, Tensor data);  // from worker kBroadcastRoot
+  // Runs collective `c` (op applies to those that reduce).
+  void run(Comm& comm, Collective c, Tensor data, ReduceOp op);
+
+  // nccl-tests' bus-bandwidth factor: busbw = algbw * factor, the same for
+  // every scheme so that they are comparable (common/collective.h).
+  double bus_factor(Collective c = Collective::all_reduce) const {
+    return collective_bus_factor(c, workers());
+  }
   // The link traffic `endpoint` must see for one all-reduce of `count`
   // elements of `dtype`; the runner and the tests compare it with the count.
   virtual Traffic expected_traffic(int endpoint, std::size_t count, DType dtype) const = 0;
@@ -70,6 +84,13 @@ class Scheme {
   // `topology` (endpoints() endpoints): what the simulator must reproduce
   // where no two flows share a port, and the "model" column of reports.
   virtual double model_time(std::size_t bytes, const Topology& topology) const = 0;
+  // The same two for any collective the scheme provides (`bytes` and
+  // `count` are the whole buffer, as in nccl-tests); all_reduce: the two
+  // above.
+  virtual Traffic collective_traffic(Collective c, int endpoint, std::size_t count,
+                                     DType dtype) const;
+  virtual double collective_model_time(Collective c, std::size_t bytes,
+                                       const Topology& topology) const;
   // Message-sized buffers a worker holds besides its own data, so that a
   // plan can refuse what will not fit in memory before it runs (auto's
   // copy of the input while it measures).

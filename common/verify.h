@@ -6,6 +6,7 @@
 
 #include <cstddef>
 
+#include "common/collective.h"
 #include "common/dtype.h"
 #include "common/reduce.h"
 
@@ -18,5 +19,17 @@ void fill_input(Tensor data, int rank);
 // Elements of `result` that differ from op over the inputs of `workers`
 // ranks (exact for sum/min/max; avg within one rounding of the dtype).
 std::size_t count_wrong(const Tensor& result, int workers, ReduceOp op);
+
+// The same for any collective, on worker `rank` of `workers`:
+//   all_reduce, reduce_scatter: fill_input; the check covers the whole
+//     buffer, or block `rank` only (the others hold partial sums);
+//   all_gather: block `rank` holds the rank's input at those indices, the
+//     other blocks a marker no input has; every block b must end as
+//     worker b's input;
+//   broadcast: the root holds its input, the others the marker; every
+//     worker must end with the root's input.
+void fill_collective_input(Collective c, Tensor data, int rank, int workers);
+std::size_t count_wrong_collective(Collective c, const Tensor& result, int rank, int workers,
+                                   ReduceOp op);
 
 }  // namespace gradex

@@ -224,7 +224,7 @@ Scenario parse_scenario(const nlohmann::json& document) {
   if (s.training) {
     // Training exchanges its model's gradients: the benchmark's message
     // shape and iteration counts would be silently meaningless, so refuse.
-    for (const char* key : {"sizes", "dtype", "op", "warmup_iters", "iters"}) {
+    for (const char* key : {"collective", "sizes", "dtype", "op", "warmup_iters", "iters"}) {
       if (root.has(key)) {
         throw ConfigError(root.child(key), "does not apply to a train workload (it sets the "
                                            "all-reduce benchmark's messages); remove it");
@@ -240,7 +240,13 @@ Scenario parse_scenario(const nlohmann::json& document) {
     s.sizes = read_sizes(root);
     s.dtype = parse_dtype(root.string("dtype", "f32"), "/dtype");
     check_whole_elements(s.sizes, s.dtype, root.find("sizes")->is_array());
+    s.collective = parse_collective(root.string("collective", "all_reduce"), "/collective");
     s.op = parse_reduce_op(root.string("op", "sum"), "/op");
+    if (root.has("op") && !collective_reduces(s.collective)) {
+      throw ConfigError("/op", "does not apply to \"collective\": \"" +
+                                   std::string(collective_name(s.collective)) +
+                                   "\", which reduces nothing; remove it");
+    }
     s.warmup_iters = static_cast<int>(root.integer("warmup_iters", 2, 0, 1'000'000));
     s.iters = static_cast<int>(root.integer("iters", 5, 1, 1'000'000));
   }
@@ -250,7 +256,13 @@ Scenario parse_scenario(const nlohmann::json& document) {
     s.segment_bytes = read_size(*seg, "/segment_bytes");
     if (s.segment_bytes == 0) throw ConfigError("/segment_bytes", "must be at least 1 byte");
   }
-  if (const auto* slice = root.find("slice_bytes")) s.slice_bytes = read_size(*slice, "/slice_bytes");
+  if (const auto* slice = root.find("slice_bytes")) {
+    s.slice_bytes = read_size(*slice, "/slice_bytes");
+    if (s.collective != Collective::all_reduce) {
+      throw ConfigError("/slice_bytes", "slices a ring all-reduce only, not \"collective\": \"" +
+                                            std::string(collective_name(s.collective)) + "\"");
+    }
+  }
   s.timeout = std::chrono::milliseconds(
       root.integer("timeout_ms", kDefaultTimeout.count(), 1, kMaxTimeoutMs));
   s.spin = std::chrono::microseconds(root.integer("spin_us", kDefaultSpin.count(), 0, 1'000'000));

@@ -44,6 +44,12 @@ struct Scenario {
   std::string transport = "inproc";
   std::vector<std::string> schemes;  // empty until resolved; "all" expands in the runner
   bool all_schemes = false;
+  // What the benchmark runs (nccl-tests' all_reduce_perf, reduce_scatter_perf,
+  // ...): sizes are the whole buffer in every case.
+  Collective collective = Collective::all_reduce;
+  // Set by the sweep over "collective": then a named scheme runs at the
+  // points whose collective it provides (it must provide one of them).
+  bool collective_swept = false;
   std::vector<std::size_t> sizes;  // message sizes in bytes
   DType dtype = DType::f32;
   ReduceOp op = ReduceOp::sum;

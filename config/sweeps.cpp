@@ -6,6 +6,7 @@ namespace gradex {
 
 const std::vector<std::string>& sweepable_fields() {
   static const std::vector<std::string> fields = {
+      "/collective",
       "/ranks_per_node",
       "/segment_bytes",
       "/slice_bytes",
@@ -95,6 +96,14 @@ std::string sweep_pointer(const SweepPoint& point, const std::string& field) {
     }
   }
   return field;
+}
+
+Scenario parse_sweep_point(const SweepPoint& point) {
+  Scenario scenario = parse_scenario(point.document);
+  for (const auto& taken : point.taken) {
+    scenario.collective_swept = scenario.collective_swept || taken.first == "/collective";
+  }
+  return scenario;
 }
 
 }  // namespace gradex

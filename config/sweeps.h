@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/scenario.h"
+
 namespace gradex {
 
 // The fields that may hold a list, as JSON pointers.
@@ -29,6 +31,10 @@ struct SweepPoint {
 // nothing sweeps. Throws ConfigError naming a list that is empty or the
 // field when the combinations exceed kMaxSweepPoints.
 std::vector<SweepPoint> expand_sweeps(const nlohmann::json& document);
+
+// The scenario of one point (parse_scenario), knowing which of its fields
+// were swept (Scenario::collective_swept).
+Scenario parse_sweep_point(const SweepPoint& point);
 
 // The pointer a point's error names, in the sweep's terms: a value taken
 // from a list is named with its index ("/ps/servers/1").

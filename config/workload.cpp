@@ -64,8 +64,17 @@ std::optional<TrainWorkload> parse_workload(const nlohmann::json& value, const s
   w.param_scale = r.number("param_scale", w.param_scale, 0, 1e3, true);
   w.consistency = strings(r, "consistency");
   w.staleness = static_cast<int>(r.integer("staleness", w.staleness, 0, 1 << 20));
+  w.no_sync_baseline = r.boolean("no_sync_baseline", w.no_sync_baseline);
+  w.zero = static_cast<int>(r.integer("zero", w.zero, 0, 3));
   if (r.has("staleness") && w.consistency.empty()) {
     throw ConfigError(r.child("staleness"), "applies to PS training only: give \"consistency\" too");
+  }
+  // PS consistency training pushes whole f32 gradients to servers that run
+  // the optimizer: no buckets, hooks or timeline to set.
+  for (const char* key : {"compression", "bucket_mb", "overlap", "trace", "zero"}) {
+    if (!w.consistency.empty() && r.has(key)) {
+      throw ConfigError(r.child(key), "does not apply to PS consistency training");
+    }
   }
   if (r.has("trace_steps") && w.trace.empty()) {
     throw ConfigError(r.child("trace_steps"), "applies with \"trace\" only");

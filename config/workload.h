@@ -42,6 +42,12 @@ struct TrainWorkload {
   // The last worker starts every step this much later (the scenario's
   // top-level "straggler_ms", which the benchmark reads too).
   double straggler_ms = 0;
+  // Also run the training with the exchange skipped (torch's no_sync), so
+  // that the report gives comm-share = 1 - no-sync step / step.
+  bool no_sync_baseline = false;
+  // The ZeRO stage (train/trainer.h): 0 replicated (DDP), 2 gradients and
+  // optimizer state sharded over the workers.
+  int zero = 0;
 };
 
 // Reads the "workload" object at `pointer` (its "kind" included). Returns

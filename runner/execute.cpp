@@ -11,6 +11,7 @@ ResultRow result_row(const Scenario& sc, const PlannedRun& run, std::size_t coun
   const Scheme& scheme = *run.instance;
   const int endpoints = scheme.endpoints();
   ResultRow row;
+  row.collective = sc.collective;
   row.scheme = run.scheme;
   row.workers = run.workers;
   row.endpoints = endpoints;
@@ -22,16 +23,16 @@ ResultRow result_row(const Scenario& sc, const PlannedRun& run, std::size_t coun
   row.time_min = m.min();
   row.time_max = m.max();
   row.algbw = row.time > 0 ? static_cast<double>(row.bytes) / row.time : 0;
-  row.busbw = row.algbw * scheme.bus_factor();
+  row.busbw = row.algbw * scheme.bus_factor(sc.collective);
   row.wrong = m.wrong;
   row.checked = m.checked;
   row.source = m.simulated ? "simulated" : "measured";
-  row.model_time = scheme.model_time(row.bytes, topo);
+  row.model_time = scheme.collective_model_time(sc.collective, row.bytes, topo);
   row.chose = scheme.chosen_for(row.bytes);
   row.sweep = run.sweep;
   row.traffic = m.traffic;
   for (int e = 0; e < endpoints; ++e) {
-    const Traffic want = scheme.expected_traffic(e, count, sc.dtype);
+    const Traffic want = scheme.collective_traffic(sc.collective, e, count, sc.dtype);
     row.link_bytes += m.traffic[static_cast<std::size_t>(e)].bytes_sent;
     row.expected_link_bytes += want.bytes_sent;
     if (!(m.traffic[static_cast<std::size_t>(e)] == want)) row.traffic_matches = false;
@@ -45,6 +46,7 @@ ResultRow result_row(const Scenario& sc, const PlannedRun& run, std::size_t coun
 
 MeasureRequest measure_request(const Scenario& sc) {
   MeasureRequest req;
+  req.collective = sc.collective;
   req.dtype = sc.dtype;
   req.op = sc.op;
   req.warmup_iters = sc.warmup_iters;

@@ -12,6 +12,7 @@
 namespace gradex {
 
 struct ResultRow {
+  Collective collective = Collective::all_reduce;
   std::string scheme;
   int workers = 0;
   int endpoints = 0;
@@ -23,7 +24,7 @@ struct ResultRow {
   double time_min = 0;
   double time_max = 0;
   double algbw = 0;  // bytes / time
-  double busbw = 0;  // algbw * the scheme's bus factor
+  double busbw = 0;  // algbw * the collective's bus factor
   double model_time = 0;  // Scheme::model_time: the alpha-beta prediction, seconds
   std::size_t wrong = 0;
   bool checked = true;            // false: nothing was checked, `wrong` is empty

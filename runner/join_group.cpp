@@ -5,8 +5,11 @@
 
 #include <boost/asio.hpp>
 
+#include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
+#include <random>
 #include <vector>
 
 #include "common/cancel.h"
@@ -18,15 +21,50 @@
 
 namespace gradex {
 
-std::string free_rendezvous(const std::string& bind_host, const std::string& advertise_host) {
+namespace {
+
+// The lowest port the kernel hands to outgoing connections (Linux's
+// ip_local_port_range; 32768 when it cannot be read).
+int ephemeral_low() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0;
+  return in >> low && low > 2048 ? low : 32768;
+}
+
+// A port on `address` that binds now and that nothing but an explicit
+// bind can take before rank 0 binds it again: the port is released in
+// between, and a port from the ephemeral range could meanwhile go to any
+// connection on the machine (a busy machine's launch then failed with
+// "Address already in use"). So it is picked at random below that range,
+// where concurrent launches rarely meet; the kernel's own choice is the
+// fallback.
+unsigned short unclaimed_port(const boost::asio::ip::address& address) {
   boost::asio::io_context io;
+  const int high = ephemeral_low();
+  const int low = std::max(1024, high - 12000);
+  std::mt19937 pick(std::random_device{}());
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const auto port =
+        static_cast<unsigned short>(std::uniform_int_distribution<int>(low, high - 1)(pick));
+    boost::asio::ip::tcp::acceptor a(io);
+    boost::system::error_code ec;
+    a.open(address.is_v6() ? boost::asio::ip::tcp::v6() : boost::asio::ip::tcp::v4(), ec);
+    if (!ec) a.bind({address, port}, ec);
+    if (!ec) return port;
+  }
+  boost::asio::ip::tcp::acceptor a(io, {address, 0});
+  return a.local_endpoint().port();
+}
+
+}  // namespace
+
+std::string free_rendezvous(const std::string& bind_host, const std::string& advertise_host) {
   boost::system::error_code ec;
   const auto address = boost::asio::ip::make_address(bind_host, ec);
   if (ec) throw ConfigError("GRADEX_BIND", "'" + bind_host + "' is not an IP address");
-  boost::asio::ip::tcp::acceptor a(io, {address, 0});
   const std::string host =
       advertise_host.find(':') == std::string::npos ? advertise_host : "[" + advertise_host + "]";
-  return host + ":" + std::to_string(a.local_endpoint().port());
+  return host + ":" + std::to_string(unclaimed_port(address));
 }
 
 std::string free_loopback_rendezvous() { return free_rendezvous("127.0.0.1", "127.0.0.1"); }

@@ -15,9 +15,10 @@
 
 namespace gradex {
 
-// "127.0.0.1:<a port nobody uses right now>" for rank 0's store. Another
-// program could take the port before rank 0 binds it; rank 0 then fails
-// with a clear error.
+// "127.0.0.1:<a port nobody uses right now>" for rank 0's store, picked
+// below the kernel's ephemeral range so that no connection on the machine
+// takes it before rank 0 binds it. Another program binding it on purpose
+// still could; rank 0 then fails with a clear error.
 std::string free_loopback_rendezvous();
 // "<advertise_host>:<a port free on bind_host now>": rank 0's store when the
 // job, not a variable, tells the ranks where it is (mpirun). Throws

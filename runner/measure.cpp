@@ -56,12 +56,12 @@ RankMeasurement measure_rank(Comm& comm, Scheme& scheme, const MeasureRequest& r
     // A cancelled run stops within one iteration; the rank that throws
     // aborts the group, which wakes the others from their waits.
     throw_if_cancelled();
-    if (is_worker) fill_input(data, r);
+    if (is_worker) fill_collective_input(request.collective, data, r, workers);
     comm.barrier();
     comm.reset_traffic();
     const double t0 = comm.clock().now();
     straggle(comm, workers, request.straggler_ms);
-    scheme.allreduce(comm, data, request.op);
+    scheme.run(comm, request.collective, data, request.op);
     const double t1 = comm.clock().now();
     mine.traffic = comm.traffic();
     // Nobody checks results while a slower rank is still being timed:
@@ -69,7 +69,7 @@ RankMeasurement measure_rank(Comm& comm, Scheme& scheme, const MeasureRequest& r
     comm.barrier();
     if (it >= 0 && is_worker) {
       mine.seconds[static_cast<std::size_t>(it)] = t1 - t0;
-      mine.wrong += count_wrong(data, workers, request.op);
+      mine.wrong += count_wrong_collective(request.collective, data, r, workers, request.op);
     }
   }
   return mine;

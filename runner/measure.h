@@ -18,7 +18,8 @@
 namespace gradex {
 
 struct MeasureRequest {
-  std::size_t count = 0;
+  Collective collective = Collective::all_reduce;
+  std::size_t count = 0;  // the whole buffer (nccl-tests' convention)
   DType dtype = DType::f32;
   ReduceOp op = ReduceOp::sum;
   int warmup_iters = 1;
@@ -34,7 +35,7 @@ struct MeasureRequest {
 
 struct Measurement {
   // Per timed iteration: the slowest worker's time from the barrier to the
-  // end of its all-reduce.
+  // end of its collective.
   std::vector<double> seconds;
   // Wrong elements summed over workers and timed iterations.
   std::size_t wrong = 0;

@@ -7,6 +7,7 @@ namespace gradex {
 Measurement measure_simulated(Scheme& scheme, const MeasureRequest& request,
                               const Topology& topology) {
   sim::SimRequest sim;
+  sim.collective = request.collective;
   sim.count = request.count;
   sim.dtype = request.dtype;
   sim.op = request.op;

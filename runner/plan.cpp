@@ -96,7 +96,8 @@ RunPlan plan_runs(Scenario scenario) {
     }
   }
   for (int workers : scenario.workers) {
-    for (const std::string& name : names) {
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const std::string& name = names[i];
       const SchemeEntry& entry = find_scheme(name);
       PlannedRun run;
       run.scheme = name;
@@ -109,8 +110,30 @@ RunPlan plan_runs(Scenario scenario) {
                           "with " + std::to_string(workers) + " workers, scheme '" + name +
                               "': " + e.reason());
       }
+      // ZeRO-2 training shards with reduce-scatter and all-gather: "all"
+      // means the schemes that provide both (a scheme named outright
+      // without them is refused by name when the training is planned).
+      const bool shards = scenario.training && scenario.training->zero > 0;
+      if (shards && scenario.all_schemes &&
+          !(run.instance->provides(Collective::reduce_scatter) &&
+            run.instance->provides(Collective::all_gather))) {
+        continue;
+      }
+      // "all" means every scheme that provides the collective; a scheme
+      // named outright must provide it, or, when "collective" sweeps, one
+      // of the swept collectives (checked over the points by the caller).
+      if (!run.instance->provides(scenario.collective)) {
+        if (scenario.all_schemes || scenario.collective_swept) continue;
+        throw ConfigError("/schemes/" + std::to_string(i),
+                          "scheme '" + name + "' does not provide \"collective\": \"" +
+                              std::string(collective_name(scenario.collective)) + "\"");
+      }
       plan.runs.push_back(std::move(run));
     }
+  }
+  if (plan.runs.empty() && !scenario.workers.empty()) {
+    throw ConfigError("/collective", "no scheme here provides \"" +
+                                         std::string(collective_name(scenario.collective)) + "\"");
   }
   check_benchmark_memory(plan.runs, scenario);
   plan.scenario = std::move(scenario);

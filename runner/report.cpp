@@ -31,6 +31,17 @@ std::string describe_link(const LinkSpec& l) {
   return text;
 }
 
+// nccl-tests' factors (common/collective.h), as the preamble states them.
+const char* bus_factor_formula(Collective c) {
+  switch (c) {
+    case Collective::all_reduce: return "2(n-1)/n";
+    case Collective::reduce_scatter:
+    case Collective::all_gather: return "(n-1)/n (bytes: the whole buffer, n blocks)";
+    case Collective::broadcast: return "1";
+  }
+  return "?";
+}
+
 }  // namespace
 
 void print_preamble(std::ostream& out, const Scenario& s) {
@@ -39,8 +50,11 @@ void print_preamble(std::ostream& out, const Scenario& s) {
   out << "# gradex " << (simulated ? "simulate" : "run") << ": " << s.name << "\n"
       << provenance_line() << "\n";
   if (!s.description.empty()) out << "# " << s.description << "\n";
-  out << "# transport " << s.transport << ", dtype " << dtype_name(s.dtype) << ", op "
-      << reduce_op_name(s.op);
+  out << "# " << (s.collective_swept ? "collective swept" : collective_name(s.collective))
+      << ", transport " << s.transport << ", dtype " << dtype_name(s.dtype);
+  if (s.collective_swept || collective_reduces(s.collective)) {
+    out << ", op " << reduce_op_name(s.op);
+  }
   if (!simulated) out << ", warm-up " << s.warmup_iters << ", timed iterations " << s.iters;
   out << ", segment " << format_bytes(static_cast<double>(s.segment_bytes));
   if (s.slice_bytes > 0) out << ", ring slice " << format_bytes(static_cast<double>(s.slice_bytes));
@@ -62,7 +76,11 @@ void print_preamble(std::ostream& out, const Scenario& s) {
       << "; hierarchical inter-node algorithm: " << s.inter_algorithm << "\n";
   out << (simulated ? "# time: the slowest worker's virtual time"
                     : "# time: median of the timed iterations (slowest worker each)")
-      << "; busbw = algbw x 2(n-1)/n;\n"
+      << "; busbw = algbw x "
+      << (s.collective_swept ? "the point's collective's factor: all_reduce 2(n-1)/n, "
+                               "reduce_scatter and all_gather (n-1)/n, broadcast 1"
+                             : bus_factor_formula(s.collective))
+      << ";\n"
       << "# util: link bytes sent / (summed egress capacity x time)" << std::endl;
 }
 
@@ -86,7 +104,8 @@ std::string row_notes(const ResultRow& r) {
 
 void print_row(std::ostream& out, const ResultRow& r) {
   out << std::setw(12) << r.bytes << std::setw(12) << r.count << std::setw(10)
-      << dtype_table_name(r.dtype) << std::setw(7) << reduce_op_name(r.op) << std::setw(12)
+      << dtype_table_name(r.dtype) << std::setw(7)
+      << (collective_reduces(r.collective) ? reduce_op_name(r.op) : "-") << std::setw(12)
       << fmt("%.1f", r.time * 1e6) << std::setw(11) << fmt("%.1f", r.time_min * 1e6)
       << std::setw(11) << fmt("%.1f", r.time_max * 1e6) << std::setw(9)
       << fmt("%.3f", r.algbw / 1e9) << std::setw(9) << fmt("%.3f", r.busbw / 1e9) << std::setw(8)
@@ -171,18 +190,19 @@ std::string results_csv(const std::vector<ResultRow>& rows) {
   std::ostringstream out;
   out << "scheme,workers,endpoints,bytes,count,dtype,op,time_s,time_min_s,time_max_s,algbw_Bps,"
          "busbw_Bps,wrong,utilisation,link_bytes,expected_link_bytes,traffic_matches,model_time_s,"
-         "source,chose,sweep\n";
+         "source,chose,sweep,collective\n";
   out << std::setprecision(9);
   for (const ResultRow& r : rows) {
     out << r.scheme << ',' << r.workers << ',' << r.endpoints << ',' << r.bytes << ',' << r.count
-        << ',' << dtype_name(r.dtype) << ',' << reduce_op_name(r.op) << ',' << r.time << ','
+        << ',' << dtype_name(r.dtype) << ','
+        << (collective_reduces(r.collective) ? reduce_op_name(r.op) : "") << ',' << r.time << ','
         << r.time_min << ',' << r.time_max << ',' << r.algbw << ',' << r.busbw << ',';
     if (r.checked) out << r.wrong;
     out << ',';
     if (r.utilisation >= 0) out << r.utilisation;
     out << ',' << r.link_bytes << ',' << r.expected_link_bytes << ','
         << (r.traffic_matches ? "true" : "false") << ',' << r.model_time << ',' << r.source << ','
-        << r.chose << ',' << csv_field(r.sweep) << '\n';
+        << r.chose << ',' << csv_field(r.sweep) << ',' << collective_name(r.collective) << '\n';
   }
   return out.str();
 }
@@ -195,15 +215,19 @@ nlohmann::json results_json(const Scenario& s, const std::vector<ResultRow>& row
   auto& out = doc["results"] = nlohmann::json::array();
   for (const ResultRow& r : rows) {
     nlohmann::json row = {
+        {"collective", collective_name(r.collective)},
         {"scheme", r.scheme},     {"workers", r.workers},
         {"endpoints", r.endpoints}, {"bytes", r.bytes},
         {"count", r.count},       {"dtype", dtype_name(r.dtype)},
-        {"op", reduce_op_name(r.op)}, {"time_s", r.time},
+        {"time_s", r.time},
         {"time_min_s", r.time_min}, {"time_max_s", r.time_max},
         {"algbw_Bps", r.algbw},   {"busbw_Bps", r.busbw},
         {"link_bytes", r.link_bytes}, {"source", r.source},
         {"expected_link_bytes", r.expected_link_bytes},
         {"traffic_matches", r.traffic_matches}, {"model_time_s", r.model_time}};
+    // An op only where the collective reduces (nccl-tests prints none).
+    row["op"] = collective_reduces(r.collective) ? nlohmann::json(reduce_op_name(r.op))
+                                                 : nlohmann::json();
     row["utilisation"] = r.utilisation >= 0 ? nlohmann::json(r.utilisation) : nlohmann::json();
     row["wrong"] = r.checked ? nlohmann::json(r.wrong) : nlohmann::json();
     row["chose"] = r.chose.empty() ? nlohmann::json() : nlohmann::json(r.chose);

@@ -27,12 +27,12 @@ SimResult simulate_allreduce(Scheme& scheme, const SimRequest& request) {
     const bool real = !request.phantom && r < workers;
     std::vector<std::byte> storage(real ? request.count * dtype_size(request.dtype) : 0);
     const Tensor data{real ? storage.data() : nullptr, request.count, request.dtype};
-    if (real) fill_input(data, r);
+    if (real) fill_collective_input(request.collective, data, r, workers);
     straggle(comm, workers, request.straggler_ms);
-    scheme.allreduce(comm, data, request.op);
+    scheme.run(comm, request.collective, data, request.op);
     // Fibers run one at a time: no lock needed to merge.
     if (r < workers) result.seconds = std::max(result.seconds, comm.clock().now() - start);
-    if (real) result.wrong += count_wrong(data, workers, request.op);
+    if (real) result.wrong += count_wrong_collective(request.collective, data, r, workers, request.op);
     result.traffic[static_cast<std::size_t>(r)] = comm.traffic();
   });
   result.stats = world.stats();

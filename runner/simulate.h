@@ -1,4 +1,4 @@
-// One all-reduce of a scheme on simulated ranks: the simulator's
+// One collective (an all-reduce unless asked) of a scheme on simulated ranks: the simulator's
 // counterpart of runner/measure.h. Every endpoint starts at the same
 // virtual instant; the time is the slowest worker's. Deterministic, so one
 // iteration is the measurement.
@@ -15,6 +15,7 @@
 namespace gradex::sim {
 
 struct SimRequest {
+  Collective collective = Collective::all_reduce;
   std::size_t count = 0;
   DType dtype = DType::f32;
   ReduceOp op = ReduceOp::sum;

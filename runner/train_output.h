@@ -31,8 +31,9 @@ struct TrainOutputs {
   std::string trace_path;
 };
 
-// Prints, writes, and returns the exit code: kExitWrong when some run's
-// replicas disagree, else kExitOk.
+// Prints, writes, and returns the exit code: kExitWrong when some
+// synchronised run's replicas disagree or its bytes on the wire differ from
+// what its scheme declares, else kExitOk.
 int finish_training(std::ostream& out, const TrainOutcome& outcome, const TrainOutputs& outputs);
 
 }  // namespace gradex

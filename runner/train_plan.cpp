@@ -1,6 +1,8 @@
 #include "runner/train_plan.h"
 
 #include <numeric>
+#include <optional>
+#include <set>
 
 #include "runner/exit_codes.h"
 #include "runner/machine.h"
@@ -98,9 +100,68 @@ void run_consistency_on_group(const Scenario& sc, const TrainJob& job, Comm& com
   }
 }
 
-void print_train_run_header(std::ostream& out, const PlannedRun& run) {
-  out << "#\n# " << run.scheme << ", " << run.workers << " workers, "
+// ZeRO-2 needs reduce_scatter and all_gather of every planned scheme,
+// checked before any run starts.
+void check_zero_schemes(const RunPlan& plan, const TrainJob& job) {
+  for (const PlannedRun& run : plan.runs) {
+    check_zero(job.config().zero, [&](Collective c) { return run.instance->provides(c); },
+               run.scheme, workload_pointer()("zero"));
+  }
+}
+
+void print_train_run_header(std::ostream& out, const PlannedRun& run, const TrainConfig& config) {
+  out << "#\n# " << run_label(run.scheme, config) << ", " << run.workers << " workers, "
       << run.instance->endpoints() << " endpoints\n" << std::flush;
+}
+
+// The workload's no-sync baselines: one per worker count, over the first
+// run planned with that count (whose scheme then only broadcasts the
+// initial parameters). Indexes into plan.runs.
+std::vector<std::size_t> no_sync_baselines(const RunPlan& plan, const TrainJob& job) {
+  std::vector<std::size_t> firsts;
+  if (!job.workload().no_sync_baseline) return firsts;
+  std::set<int> seen;
+  for (std::size_t i = 0; i < plan.runs.size(); ++i) {
+    if (seen.insert(plan.runs[i].workers).second) firsts.push_back(i);
+  }
+  return firsts;
+}
+
+void print_no_sync_header(std::ostream& out, const PlannedRun& run) {
+  out << "#\n# " << kNoSyncRun << " baseline (exchange skipped), " << run.workers
+      << " workers\n" << std::flush;
+}
+
+RankTransport rank_transport(const Scenario& sc, const PlannedRun& run) {
+  RankTransport transport{sc.transport, TransportOptions{sc.timeout, std::nullopt, sc.spin}};
+  if (sc.network.shaped) {
+    transport.options.shaping = scenario_topology(sc, run.workers, run.instance->endpoints());
+  }
+  return transport;
+}
+
+// One run on a launched group: its shaping installed everywhere, then its
+// endpoints train in a sub-group on tag space `space`. nullopt on the
+// processes idle in it.
+std::optional<TrainResult> train_on_group(
+    const Scenario& sc, Comm& comm,
+    const std::function<void(const std::optional<Topology>&)>& reshape, const PlannedRun& run,
+    std::size_t space, const TrainConfig& config, const ModelSource& source, Trace* trace,
+    const EpochCallback& on_epoch) {
+  // Nobody sends under the new model before everybody installed it.
+  comm.barrier();
+  reshape(group_shaping(sc, run.workers, run.instance->endpoints(), comm.size()));
+  comm.barrier();
+  const int endpoints = run.instance->endpoints();
+  if (comm.rank() >= endpoints) return std::nullopt;
+  std::vector<int> members(static_cast<std::size_t>(endpoints));
+  std::iota(members.begin(), members.end(), 0);
+  SubComm group(comm, members, static_cast<std::uint32_t>(space % kSubCommSpaces));
+  // Each process builds its own scheme: the plan's instance is only read.
+  SchemeExchange exchange(make_scheme(run.scheme, scheme_options(sc, run.workers)));
+  TrainResult r = train_rank(group, exchange, config, source, trace, on_epoch);
+  if (trace != nullptr) gather_trace(group, *trace);
+  return r;
 }
 
 }  // namespace
@@ -122,12 +183,14 @@ void print_train_preamble(std::ostream& out, const Scenario& sc, const TrainJob&
   }
   out << "; ps.servers: " << sc.ps_servers << "\n"
       << "# compute-share = compute / iteration (1: communication fully hidden); scaling = "
-         "samples/s over N x one worker's (when the workers include 1)\n"
+         "samples/s over N x the fastest one-worker samples/s of any scheme (when the workers "
+         "include 1)\n"
       << std::flush;
 }
 
 int run_train_plan(const RunPlan& plan, const TrainJob& job, std::ostream& out) {
   const Scenario& sc = plan.scenario;
+  check_zero_schemes(plan, job);
   TrainOutcome o;
   Trace trace;
   if (!job.workload().consistency.empty()) {
@@ -135,17 +198,23 @@ int run_train_plan(const RunPlan& plan, const TrainJob& job, std::ostream& out) 
   }
   for (std::size_t i = 0; i < plan.runs.size(); ++i) {
     const PlannedRun& run = plan.runs[i];
-    print_train_run_header(out, run);
-    RankTransport transport{sc.transport, TransportOptions{sc.timeout, std::nullopt, sc.spin}};
-    if (sc.network.shaped) {
-      transport.options.shaping = scenario_topology(sc, run.workers, run.instance->endpoints());
-    }
+    print_train_run_header(out, run, job.config());
     // Only the first run is traced: one readable timeline.
     const bool traced = i == 0 && !job.workload().trace.empty();
+    const std::string label = run_label(run.scheme, job.config());
     TrainResult r = run_training(run.scheme, scheme_options(sc, run.workers), job.config(),
-                                 job.source(run.workers), transport, traced ? &trace : nullptr,
-                                 [&](const EpochRecord& e) { print_epoch(out, run.scheme, e); });
-    o.runs.push_back({run.scheme, run.workers, std::move(r)});
+                                 job.source(run.workers), rank_transport(sc, run),
+                                 traced ? &trace : nullptr,
+                                 [&](const EpochRecord& e) { print_epoch(out, label, e); });
+    o.runs.push_back({label, run.workers, std::move(r)});
+  }
+  for (std::size_t i : no_sync_baselines(plan, job)) {
+    const PlannedRun& run = plan.runs[i];
+    print_no_sync_header(out, run);
+    TrainResult r = run_training(run.scheme, scheme_options(sc, run.workers),
+                                 no_sync_baseline(job.config()), job.source(run.workers),
+                                 rank_transport(sc, run));
+    o.runs.push_back({kNoSyncRun, run.workers, std::move(r)});
   }
   return finish_training(out, o, outputs_of(sc, job, trace));
 }
@@ -156,6 +225,7 @@ int run_train_plan_on_group(const RunPlan& plan, const TrainJob& job, Comm& comm
   const Scenario& sc = plan.scenario;
   GRADEX_ENFORCE_EQ(comm.size(), group_size(plan), "launched group size");
   const bool printing = comm.rank() == 0;
+  check_zero_schemes(plan, job);
   TrainOutcome o;
   Trace trace;
   if (!job.workload().consistency.empty()) {
@@ -163,25 +233,25 @@ int run_train_plan_on_group(const RunPlan& plan, const TrainJob& job, Comm& comm
   }
   for (std::size_t i = 0; i < plan.runs.size(); ++i) {
     const PlannedRun& run = plan.runs[i];
-    // Nobody sends under the new model before everybody installed it.
-    comm.barrier();
-    reshape(group_shaping(sc, run.workers, run.instance->endpoints(), comm.size()));
-    comm.barrier();
-    const int endpoints = run.instance->endpoints();
-    if (comm.rank() >= endpoints) continue;  // idle in this run
-    if (printing) print_train_run_header(out, run);
-    std::vector<int> members(static_cast<std::size_t>(endpoints));
-    std::iota(members.begin(), members.end(), 0);
-    SubComm group(comm, members, static_cast<std::uint32_t>(i % kSubCommSpaces));
-    // Each process builds its own scheme: the plan's instance is only read.
-    SchemeExchange exchange(make_scheme(run.scheme, scheme_options(sc, run.workers)));
+    if (printing) print_train_run_header(out, run, job.config());
     const bool traced = i == 0 && !job.workload().trace.empty();
+    const std::string label = run_label(run.scheme, job.config());
     EpochCallback on_epoch;
-    if (printing) on_epoch = [&](const EpochRecord& e) { print_epoch(out, run.scheme, e); };
-    TrainResult r = train_rank(group, exchange, job.config(), job.source(run.workers),
-                               traced ? &trace : nullptr, on_epoch);
-    if (traced) gather_trace(group, trace);
-    if (printing) o.runs.push_back({run.scheme, run.workers, std::move(r)});
+    if (printing) on_epoch = [&](const EpochRecord& e) { print_epoch(out, label, e); };
+    std::optional<TrainResult> r = train_on_group(sc, comm, reshape, run, i, job.config(),
+                                                  job.source(run.workers),
+                                                  traced ? &trace : nullptr, on_epoch);
+    if (printing) o.runs.push_back({label, run.workers, std::move(*r)});
+  }
+  const std::vector<std::size_t> baselines = no_sync_baselines(plan, job);
+  for (std::size_t k = 0; k < baselines.size(); ++k) {
+    const PlannedRun& run = plan.runs[baselines[k]];
+    if (printing) print_no_sync_header(out, run);
+    // Tag spaces after the planned runs': no two runs share one.
+    std::optional<TrainResult> r =
+        train_on_group(sc, comm, reshape, run, plan.runs.size() + k,
+                       no_sync_baseline(job.config()), job.source(run.workers), nullptr, {});
+    if (printing) o.runs.push_back({kNoSyncRun, run.workers, std::move(*r)});
   }
   // Every rank finishes its share before rank 0 reports.
   comm.barrier();

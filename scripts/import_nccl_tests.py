@@ -6,10 +6,12 @@ results.csv gradex writes, so that GPU runs sit beside gradex's in
 Each data line of the log becomes one row: the out-of-place time, algbw,
 busbw and #wrong (nccl-tests prints the in-place run beside it; pass
 --in-place for those), the rank count from the log's "Rank N" lines (or
---ranks), scheme "nccl" (or --scheme), source "nccl-tests". Columns gradex
+--ranks), scheme "nccl" (or --scheme), collective all_reduce (or
+--collective: the nccl-tests binary that wrote the log), source "nccl-tests". Columns gradex
 alone knows (model time, link traffic, utilisation) are left empty.
 
 Usage: import_nccl_tests.py LOG -o RESULTS_CSV [--scheme NAME] [--ranks N] [--in-place]
+                            [--collective all_reduce|reduce_scatter|all_gather|broadcast]
 """
 import argparse
 import csv
@@ -19,7 +21,7 @@ import sys
 COLUMNS = ["scheme", "workers", "endpoints", "bytes", "count", "dtype", "op", "time_s",
            "time_min_s", "time_max_s", "algbw_Bps", "busbw_Bps", "wrong", "utilisation",
            "link_bytes", "expected_link_bytes", "traffic_matches", "model_time_s", "source",
-           "chose", "sweep"]
+           "chose", "sweep", "collective"]
 # nccl-tests' type names, as gradex names its dtypes.
 DTYPES = {"float": "f32", "double": "f64", "half": "f16", "bfloat16": "bf16", "int32": "i32",
           "int": "i32", "int8": "i8", "uint8": "u8", "int64": "i64", "uint64": "u64",
@@ -65,6 +67,8 @@ def main():
     parser.add_argument("--scheme", default="nccl")
     parser.add_argument("--ranks", type=int, default=0, help="default: the log's Rank lines")
     parser.add_argument("--in-place", action="store_true")
+    parser.add_argument("--collective", default="all_reduce",
+                        choices=["all_reduce", "reduce_scatter", "all_gather", "broadcast"])
     args = parser.parse_args()
     try:
         with open(args.log, errors="replace") as f:
@@ -86,7 +90,7 @@ def main():
         for r in rows:
             w.writerow({**r, "scheme": args.scheme, "workers": ranks, "endpoints": ranks,
                         "time_min_s": r["time_s"], "time_max_s": r["time_s"],
-                        "source": "nccl-tests"})
+                        "source": "nccl-tests", "collective": args.collective})
     print(f"import_nccl_tests: wrote {args.output} ({len(rows)} rows, {ranks} ranks)")
 
 

@@ -122,6 +122,10 @@ def kind_of(rows):
 
 def series_name(r, files):
     name = r["scheme"]
+    # A collective other than all-reduce says so, unless its sweep does.
+    collective = r.get("collective") or "all_reduce"
+    if collective != "all_reduce" and "collective=" not in (r.get("sweep") or ""):
+        name += f" {collective}"
     if r.get("sweep"):
         name += f" ({r['sweep']})"
     return f"{name} [{r['_file']}]" if files > 1 else name

@@ -8,7 +8,8 @@ endif()
 foreach(path bin/gradex share/gradex/scenarios/quickstart.json share/doc/gradex/README.md
         share/doc/gradex/LICENSE share/doc/gradex/architecture.md
         share/doc/gradex/calibration.md share/gradex/calibration/reference_points.json
-        share/gradex/plot.py share/gradex/import_nccl_tests.py)
+        share/gradex/plot.py share/gradex/import_nccl_tests.py share/gradex/model_from_torch.py
+        share/gradex/models/resnet50.json)
   if(NOT EXISTS "${PREFIX}/${path}")
     message(FATAL_ERROR "not installed: ${path}")
   endif()

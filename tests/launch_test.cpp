@@ -67,6 +67,27 @@ TEST_F(Launch, PrintsTheRunTableAndWritesResults) {
   }
 }
 
+// --collective and --unshaped on launch, as on run: the processes it
+// starts run the all-gather, unshaped, and check it; a scheme that does not
+// provide the collective is bad input.
+TEST_F(Launch, ItsProcessesTakeTheCollectiveAndUnshapedFlags) {
+  const fs::path sc = write("ag.json", R"({"name": "ag", "transport": "tcp", "workers": 3,
+      "sizes": [4100], "iters": 2, "warmup_iters": 1, "schemes": ["ring"], "timeout_ms": 10000,
+      "network": {"inter_node": {"bandwidth": "10MB/s"}}})");
+  ASSERT_EQ(shell(kGradex + " launch -n 3 --collective all_gather --unshaped --no-output " +
+                  sc.string()),
+            0)
+      << slurp(dir_ / "stderr");
+  const std::string o = slurp(dir_ / "stdout");
+  EXPECT_NE(o.find("# all_gather, transport tcp"), std::string::npos) << o;
+  EXPECT_NE(o.find("# network: unshaped"), std::string::npos) << o;
+  EXPECT_NE(o.find("Out of bounds values : 0 OK"), std::string::npos) << o;
+  EXPECT_EQ(shell(kGradex + " launch -n 3 --collective all_gather -s ps --no-output " + sc.string()),
+            2);
+  EXPECT_NE(slurp(dir_ / "stderr").find("does not provide"), std::string::npos)
+      << slurp(dir_ / "stderr");
+}
+
 TEST_F(Launch, InprocScenarioNeedsATransportFlag) {
   const fs::path sc = write("in.json", R"({"name": "in", "workers": 2, "sizes": [64]})");
   EXPECT_EQ(shell(kGradex + " launch -n 2 " + sc.string()), 2);

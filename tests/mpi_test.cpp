@@ -91,6 +91,21 @@ TEST_F(Mpirun, BaselinesBesideTheRingInOneTable) {
   }
 }
 
+// The library's other collectives beside the ring's, on gradex's block
+// layout and checked the same way.
+TEST_F(Mpirun, CollectivesBesideTheRing) {
+  for (const char* collective : {"reduce_scatter", "all_gather", "broadcast"}) {
+    SCOPED_TRACE(collective);
+    const auto sc = write("c.json", std::string(R"({"name": "c", "transport": "tcp", "workers": 3,
+        "sizes": [0, 8, 4104, 131072], "iters": 2, "warmup_iters": 1, "dtype": "half",
+        "collective": ")") + collective + R"(", "schemes": ["ring", "mpi"], "timeout_ms": 20000})");
+    ASSERT_EQ(shell(mpirun(3) + sc.string() + " --no-output"), 0) << out() << err();
+    const std::string o = out();
+    EXPECT_NE(o.find("# mpi: "), std::string::npos) << o;
+    EXPECT_NE(o.find("Out of bounds values : 0 OK"), std::string::npos) << o;
+  }
+}
+
 // Under mpirun no rendezvous variable is needed: rank 0 picks a free port
 // and the MPI job broadcasts where its store listens.
 TEST_F(Mpirun, FormsTheGroupWithoutARendezvousVariable) {

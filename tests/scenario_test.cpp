@@ -25,13 +25,17 @@ TEST(Scenario, EveryShippedScenarioParsesAndPlans) {
     if (entry.path().extension() != ".json") continue;
     SCOPED_TRACE(entry.path().string());
     EXPECT_NO_THROW({
-      RunPlan plan = plan_runs(load_scenario(entry.path()));
-      // PS consistency training runs (workers, model) pairs, not schemes.
-      const Scenario& s = plan.scenario;
-      const bool consistency = s.training && !s.training->consistency.empty();
-      EXPECT_NE(plan.runs.empty(), !consistency);
-      if (consistency) {
-        EXPECT_GT(group_size(plan), s.ps_servers);
+      // Every point of a scenario that sweeps.
+      std::ifstream in(entry.path());
+      for (const SweepPoint& point : expand_sweeps(nlohmann::json::parse(in))) {
+        RunPlan plan = plan_runs(parse_sweep_point(point));
+        // PS consistency training runs (workers, model) pairs, not schemes.
+        const Scenario& s = plan.scenario;
+        const bool consistency = s.training && !s.training->consistency.empty();
+        EXPECT_NE(plan.runs.empty(), !consistency);
+        if (consistency) {
+          EXPECT_GT(group_size(plan), s.ps_servers);
+        }
       }
     });
     ++seen;

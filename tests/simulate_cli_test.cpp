@@ -86,13 +86,13 @@ TEST(SimulateCommand, PrintsModelBesideSimulationAndWritesCsv) {
   EXPECT_NE(out.find("simulated"), std::string::npos) << out;
   EXPECT_NE(out.find("servers 2"), std::string::npos) << out;
   const std::string csv = slurp(dir / "out" / "results.csv");
-  EXPECT_NE(csv.find("model_time_s,source,chose,sweep\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("model_time_s,source,chose,sweep,collective\n"), std::string::npos) << csv;
   // Phantom buffers: nothing was checked, so `wrong` is left empty.
   EXPECT_NE(csv.find(",,"), std::string::npos) << csv;
   EXPECT_EQ(csv.find(",measured,"), std::string::npos) << csv;
   // --servers 1,2 is a sweep of ps.servers: each row says its point.
-  EXPECT_NE(csv.find(",simulated,,ps.servers=1\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",simulated,,ps.servers=2\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",simulated,,ps.servers=1,all_reduce\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",simulated,,ps.servers=2,all_reduce\n"), std::string::npos) << csv;
   // 2 server counts x 2 worker counts x 2 schemes, plus the header.
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 9) << csv;
   fs::remove_all(dir);

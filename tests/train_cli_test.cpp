@@ -28,13 +28,13 @@ class TrainCli : public gradex::testing::ProcessTest {
 TEST_F(TrainCli, TrainsOnTinyDataAndWritesResults) {
   write_tiny_fashion_mnist();
   const Outcome o = run("train --data-dir " + dir_.string() +
-                        " -s ring -s ps -w 2 -b 10 -e 2 --layers 16 --zero -o " +
+                        " -s ring -s ps -w 2 -b 10 -e 2 --layers 16 -o " +
                         (dir_ / "out").string());
   ASSERT_EQ(o.code, 0) << o.output();
   EXPECT_NE(o.output().find("ring epoch 2"), std::string::npos) << o.output();
   std::ifstream in(dir_ / "out" / "results.json");
   const auto j = nlohmann::json::parse(in);
-  ASSERT_EQ(j["runs"].size(), 3u);  // ring, ps, zero
+  ASSERT_EQ(j["runs"].size(), 2u);  // ring, ps
   for (const auto& r : j["runs"]) {
     EXPECT_EQ(r["epochs"].size(), 2u);
     EXPECT_TRUE(r["replicas_agree"].get<bool>());
@@ -86,6 +86,67 @@ TEST_F(TrainCli, EveryTransportTrainsToTheSameParameters) {
   for (const std::string& h : hashes) EXPECT_EQ(h, hashes.front());
 }
 
+// ZeRO-2 runs in the main loop on every transport, under every scheme that
+// can shard: the replicas agree, the bytes counted on the wire are the
+// declared reduce-scatters and all-gathers, and each worker keeps a shard
+// of the reduced gradients.
+TEST_F(TrainCli, Zero2TrainsOnEveryTransportWithShardedMemory) {
+  write_tiny_fashion_mnist();
+  std::vector<std::string> hashes;
+  for (const char* transport : {"inproc", "tcp", "zmq", "sim"}) {
+    const fs::path out = dir_ / transport;
+    const Outcome o = run("train --data-dir " + dir_.string() +
+                          " -s all -w 2 -b 10 -e 1 --layers 8 --zero "
+                          "--transport " + transport + " -o " + out.string());
+    ASSERT_EQ(o.code, 0) << transport << "\n" << o.output();
+    EXPECT_NE(o.output().find("ring zero-2 epoch 1"), std::string::npos) << o.output();
+    EXPECT_NE(o.output().find("memory per worker"), std::string::npos) << o.output();
+    std::ifstream in(out / "results.json");
+    const auto j = nlohmann::json::parse(in);
+    EXPECT_EQ(j["config"]["zero"], 2);
+    // "all" under --zero: the schemes that shard (ring, halving-doubling, ...).
+    ASSERT_GE(j["runs"].size(), 2u) << j["runs"].dump();
+    EXPECT_EQ(j["runs"][0]["scheme"], "ring zero-2");
+    for (const auto& r : j["runs"]) {
+      EXPECT_TRUE(r["replicas_agree"].get<bool>()) << transport << r.dump();
+      EXPECT_EQ(r["zero"], 2);
+      EXPECT_TRUE(r["wire_matches_declared"].get<bool>()) << transport << r.dump();
+      // 2 workers: worker 0 keeps the larger half of each bucket.
+      const double params = r["params"].get<double>();
+      EXPECT_LT(r["reduced_gradient_bytes_per_worker"].get<double>(), 0.6 * 4 * params);
+      EXPECT_LT(r["optimizer_state_bytes_per_worker"].get<double>(), 0.6 * 4 * params);
+    }
+    hashes.push_back(j["runs"][0]["params_fnv1a"].dump());
+  }
+  for (const std::string& h : hashes) EXPECT_EQ(h, hashes.front());
+}
+
+// --no-sync-baseline adds a run with the exchange skipped; each scheme's
+// comm-share is measured against it, and its bytes on the wire are none.
+TEST_F(TrainCli, NoSyncBaselineGivesEachSchemeItsCommShare) {
+  write_tiny_fashion_mnist();
+  const Outcome o = run("train --data-dir " + dir_.string() +
+                        " -s ring -s ps -w 2 -b 10 -e 1 --layers 16 --no-sync-baseline -o " +
+                        (dir_ / "out").string());
+  ASSERT_EQ(o.code, 0) << o.output();
+  EXPECT_NE(o.output().find("no_sync baseline"), std::string::npos) << o.output();
+  std::ifstream in(dir_ / "out" / "results.json");
+  const auto j = nlohmann::json::parse(in);
+  ASSERT_EQ(j["runs"].size(), 3u);
+  const auto& base = j["runs"][2];
+  EXPECT_EQ(base["scheme"], "no_sync");
+  EXPECT_FALSE(base["synchronised"].get<bool>());
+  EXPECT_EQ(base["wire_bytes_sent_per_step"], 0);
+  EXPECT_TRUE(j["config"]["no_sync_baseline"].get<bool>());
+  for (int i : {0, 1}) {
+    const auto& r = j["runs"][i];
+    EXPECT_GT(r["wire_bytes_sent_per_step"].get<double>(), 0) << r.dump();
+    EXPECT_EQ(r["wire_bytes_sent_per_step"], r["declared_bytes_sent_per_step"]) << r.dump();
+    EXPECT_DOUBLE_EQ(r["comm_share"].get<double>(),
+                     1 - base["iteration_s"].get<double>() / r["iteration_s"].get<double>());
+  }
+}
+
 // A flag the run would not read is refused, naming it.
 TEST_F(TrainCli, FlagsThatDoNotApplyAreRefused) {
   write_tiny_fashion_mnist();
@@ -93,14 +154,22 @@ TEST_F(TrainCli, FlagsThatDoNotApplyAreRefused) {
   for (const auto& [flags, named] : std::vector<std::pair<std::string, std::string>>{
            {"--transport carrier-pigeon", "--transport: unknown transport 'carrier-pigeon' (known: inproc, tcp, zmq, sim)"},
            {"--transport sim --timeout-ms 500", "--timeout-ms: does not apply to --transport sim"},
-           {"--transport zmq --zero", "--zero: runs on in-process threads only"},
            {"--timeout-ms 1000 --straggler-ms 1000", "--straggler-ms: must be below --timeout-ms (1000)"},
-           {"--zero --link-gbps 1", "--link-gbps: --zero runs on unshaped links"},
            {"--consistency asp --staleness 2", "--staleness: applies to --consistency ssp only"},
            {"--latency-us 5", "--latency-us: applies to shaped links (--link-gbps) only"},
            {"--trace-steps 3", "--trace-steps: applies with --trace only"},
            {"--fwd-ms 3", "--fwd-ms: applies to --profile workloads only"},
-           {"--profile resnet50 --layers 16", "--layers: does not apply to --profile workloads"}}) {
+           {"--profile resnet50 --layers 16", "--layers: does not apply to --profile workloads"},
+           {"--consistency bsp --no-sync-baseline", "--no-sync-baseline: does not apply to PS consistency training"},
+           {"--consistency bsp --compression fp16", "--compression: does not apply to --consistency"},
+           {"--consistency bsp -s ring", "--scheme: does not apply to --consistency"},
+           {"--consistency bsp --trace t.json", "--trace: does not apply to --consistency"},
+           {"--consistency bsp --zero", "--zero: does not apply to --consistency"},
+           {"-s ring -s tree --zero", "--zero: ZeRO-2 needs a scheme that provides reduce_scatter "
+                                       "and all_gather; 'tree' provides no reduce_scatter and all_gather"},
+           {"--zero --compression fp16", "--compression: does not apply with ZeRO-2"},
+           {"-s ring -s tree --servers 2", "--servers: applies to the ps schemes and --consistency only"},
+           {"-s ring --ranks-per-node 2", "--ranks-per-node: applies to hierarchical and to shaped links"}}) {
     const Outcome o = run(data + flags);
     EXPECT_EQ(o.code, 2) << flags;
     EXPECT_NE(o.err.find(named), std::string::npos) << flags << ": " << o.err;
@@ -121,6 +190,11 @@ TEST_F(TrainCli, ProfiledWorkloadWritesATimelineWithBucketSpans) {
   for (const auto& e : j["traceEvents"]) {
     if (e["ph"] != "X") continue;
     (e["tid"] == 1 ? buckets : compute)++;
+    // A bucket's index and bytes are args, not only words in its name.
+    if (e["tid"] == 1) {
+      EXPECT_GE(e["args"]["bucket"].get<int>(), 0) << e.dump();
+      EXPECT_GT(e["args"]["bytes"].get<long>(), 0) << e.dump();
+    }
   }
   EXPECT_GT(buckets, 2 * 2 * 2);  // >2 buckets, 2 steps, 2 ranks
   EXPECT_EQ(compute, 2 * 3 * 2);  // forward, backward, optimizer; 2 steps, 2 ranks

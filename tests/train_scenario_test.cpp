@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -43,7 +44,7 @@ TEST(TrainWorkload, ParsesEveryFieldAndDefaultsToAllreduce) {
       "optimizer": "adam", "lr": 0.01, "momentum": 0.5, "batch": 16, "accumulate": 2,
       "epochs": 3, "max_steps": 7, "seed": 9, "bucket_mb": 0.5, "overlap": false,
       "compression": "bf16", "data_dir": "/d", "train_samples": 100, "trace": "t.json",
-      "trace_steps": 2}})"));
+      "trace_steps": 2, "no_sync_baseline": true}})"));
   ASSERT_TRUE(s.training.has_value());
   const TrainWorkload& w = *s.training;
   EXPECT_EQ(w.model, "mlp");
@@ -59,6 +60,7 @@ TEST(TrainWorkload, ParsesEveryFieldAndDefaultsToAllreduce) {
   EXPECT_EQ(w.compression, "bf16");
   EXPECT_EQ(w.train_samples, 100u);
   EXPECT_EQ(w.trace_steps, 2);
+  EXPECT_TRUE(w.no_sync_baseline);
   // A profiled model's own fields.
   const Scenario p = parse_scenario(nlohmann::json::parse(R"({"name": "p", "workload": {"kind": "train",
       "model": "resnet50", "fwd_ms": 3, "bwd_ratio": 1.5, "param_scale": 0.01}})"));
@@ -113,6 +115,14 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"consistency_type", TRAIN(R"(, "consistency": ["bsp", 3])"), "/workload/consistency/1"},
         Malformed{"staleness_alone", TRAIN(R"(, "staleness": 3)"), "/workload/staleness"},
         Malformed{"trace_steps_alone", TRAIN(R"(, "trace_steps": 3)"), "/workload/trace_steps"},
+        Malformed{"no_sync_type", TRAIN(R"(, "no_sync_baseline": 1)"), "/workload/no_sync_baseline"},
+        Malformed{"compression_consistency", TRAIN(R"(, "consistency": ["asp"], "compression": "fp16")"), "/workload/compression"},
+        Malformed{"trace_consistency", TRAIN(R"(, "consistency": ["asp"], "trace": "t.json")"), "/workload/trace"},
+        Malformed{"no_sync_consistency", TRAIN(R"(, "consistency": ["bsp"], "no_sync_baseline": true)"), "/workload/no_sync_baseline"},
+        Malformed{"zero_type", TRAIN(R"(, "zero": "two")"), "/workload/zero"},
+        Malformed{"zero_stage", TRAIN(R"(, "zero": 3)"), "/workload/zero"},
+        Malformed{"zero_compression", TRAIN(R"(, "zero": 2, "compression": "fp16")"), "/workload/compression"},
+        Malformed{"zero_consistency", TRAIN(R"(, "consistency": ["asp"], "zero": 2)"), "/workload/zero"},
         Malformed{"layers_profiled", TRAIN(R"(, "model": "vgg16", "layers": "8")"), "/workload/layers"},
         Malformed{"lr_profiled", TRAIN(R"(, "model": "vgg16", "lr": 0.1)"), "/workload/lr"},
         Malformed{"fwd_ms_mlp", TRAIN(R"(, "fwd_ms": 2)"), "/workload/fwd_ms"},
@@ -160,6 +170,93 @@ TEST_F(TrainScenario, ScalingIsMeasuredAgainstAOneWorkerRun) {
   const double one = runs[0]["samples_per_s"].get<double>();
   const double two = runs[1]["samples_per_s"].get<double>();
   EXPECT_NEAR(runs[1]["scaling_efficiency"].get<double>(), two / (2 * one), 1e-9);
+}
+
+// Two schemes at 1 and 2 workers: each is set against the faster of the
+// two one-worker runs, and a no-sync baseline per worker count gives each
+// synchronised run its comm-share.
+TEST_F(TrainScenario, ScalingUsesTheFastestOneWorkerRunAndNoSyncGivesCommShare) {
+  const fs::path sc = scenario("two_schemes", "");
+  std::string text = slurp(sc);
+  text.replace(text.find(R"(["ring"])"), 8, R"(["ring", "tree"])");
+  text.replace(text.find(R"("max_steps": 3,)"), 15, R"("max_steps": 3, "no_sync_baseline": true,)");
+  std::ofstream(sc) << text;
+  const Outcome o = gradex("run --workers 1,2 " + sc.string());
+  ASSERT_EQ(o.code, 0) << o.err << o.out;
+  const auto runs = results("two_schemes")["runs"];
+  ASSERT_EQ(runs.size(), 6u) << runs.dump();  // 2 x 2 schemes, then 2 baselines
+  double best = 0;
+  for (const auto& r : runs) {
+    if (r["workers"] == 1 && r["synchronised"].get<bool>()) {
+      best = std::max(best, r["samples_per_s"].get<double>());
+    }
+  }
+  std::map<int, double> no_sync_step;
+  for (const auto& r : runs) {
+    if (r["scheme"] == "no_sync") no_sync_step[r["workers"].get<int>()] = r["iteration_s"].get<double>();
+  }
+  ASSERT_EQ(no_sync_step.size(), 2u);
+  for (const auto& r : runs) {
+    const int n = r["workers"].get<int>();
+    EXPECT_NEAR(r["scaling_efficiency"].get<double>(), r["samples_per_s"].get<double>() / (n * best),
+                1e-9) << r.dump();
+    if (r["scheme"] == "no_sync") continue;
+    EXPECT_NEAR(r["comm_share"].get<double>(), 1 - no_sync_step[n] / r["iteration_s"].get<double>(),
+                1e-9) << r.dump();
+  }
+}
+
+// The baselines run on a launched group too, each rank a process.
+TEST_F(TrainScenario, LaunchRunsTheNoSyncBaseline) {
+  const fs::path sc = scenario("launched", R"(, "transport": "tcp")");
+  std::string text = slurp(sc);
+  text.replace(text.find(R"("max_steps": 3,)"), 15, R"("max_steps": 3, "no_sync_baseline": true,)");
+  std::ofstream(sc) << text;
+  const Outcome o = gradex("launch -n 2 " + sc.string());
+  ASSERT_EQ(o.code, 0) << o.err << o.out;
+  const auto runs = results("launched")["runs"];
+  ASSERT_EQ(runs.size(), 2u) << runs.dump();
+  EXPECT_EQ(runs[1]["scheme"], "no_sync");
+  EXPECT_EQ(runs[1]["wire_bytes_sent_per_step"], 0);
+  EXPECT_EQ(runs[0]["wire_bytes_sent_per_step"], runs[0]["declared_bytes_sent_per_step"]);
+  EXPECT_GT(runs[0]["wire_bytes_sent_per_step"].get<double>(), 0);
+  EXPECT_TRUE(runs[0]["comm_share"].is_number()) << runs[0].dump();
+}
+
+// A "zero": 2 workload runs ZeRO-2 in the launched processes as in the
+// threads, bit for bit; a scheme without reduce_scatter is refused by
+// name before anything runs.
+TEST_F(TrainScenario, Zero2LaunchesOverTcpAndMatchesInProcess) {
+  const std::string zero = R"(, "transport": "tcp")";
+  for (const char* name : {"zero_inproc", "zero_tcp"}) {
+    const fs::path sc = scenario(name, name == std::string("zero_tcp") ? zero : "");
+    std::string text = slurp(sc);
+    text.replace(text.find(R"("max_steps": 3,)"), 15, R"("max_steps": 3, "zero": 2,)");
+    std::ofstream(sc) << text;
+    const Outcome o = gradex((name == std::string("zero_tcp") ? "launch -n 2 " : "run ") + sc.string());
+    ASSERT_EQ(o.code, 0) << o.err << o.out;
+    EXPECT_NE(o.out.find("ring zero-2 epoch 2:"), std::string::npos) << o.out;
+  }
+  const auto a = results("zero_inproc")["runs"][0];
+  const auto b = results("zero_tcp")["runs"][0];
+  EXPECT_EQ(b["scheme"], "ring zero-2");
+  EXPECT_EQ(b["zero"], 2);
+  EXPECT_TRUE(b["replicas_agree"].get<bool>());
+  EXPECT_TRUE(b["wire_matches_declared"].get<bool>());
+  EXPECT_EQ(a["params_fnv1a"], b["params_fnv1a"]);
+
+  const fs::path tree = scenario("zero_tree", "");
+  std::string text = slurp(tree);
+  text.replace(text.find(R"(["ring"])"), 8, R"(["tree"])");
+  text.replace(text.find(R"("max_steps": 3,)"), 15, R"("max_steps": 3, "zero": 2,)");
+  std::ofstream(tree) << text;
+  const Outcome refused = gradex("run " + tree.string());
+  EXPECT_EQ(refused.code, 2) << refused.out;
+  EXPECT_NE(refused.err.find("/workload/zero: ZeRO-2 needs a scheme that provides reduce_scatter "
+                             "and all_gather; 'tree' provides no"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_FALSE(fs::exists(dir_ / "zero_tree"));
 }
 
 TEST_F(TrainScenario, ScalingIsNullWithoutAOneWorkerRun) {

@@ -21,10 +21,11 @@
 #include "train/optimizer.h"
 #include "train/ps_training.h"
 #include "train/profiled_model.h"
-#include "train/zero.h"
 #include "train/reducer.h"
 #include "train/trainer.h"
 #include "transport/options.h"
+
+#include "tiny_training.h"
 
 namespace gradex {
 namespace {
@@ -286,23 +287,8 @@ SchemeOptions options_for(int n) {
   return o;
 }
 
-TrainConfig tiny_config(const std::string& optimizer) {
-  TrainConfig c;
-  c.layers = {12, 16, 10, 4};
-  c.optimizer.kind = optimizer;
-  c.optimizer.lr = optimizer == "adam" ? 0.01f : 0.1f;
-  c.batch = 5;
-  c.epochs = 2;
-  c.max_steps = 4;
-  c.bucket_bytes = 300;  // several buckets
-  c.evaluate = false;
-  return c;
-}
-
-const Dataset& tiny_data() {
-  static const Dataset d = synthetic_dataset(240, 12, 4, 7);
-  return d;
-}
+using testing::tiny_config;
+using testing::tiny_data;
 
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   double m = 0;
@@ -425,20 +411,16 @@ TEST(Training, OnTheSimulatorOverlapHidesExchangesBehindBackward) {
   emu.forward_seconds = 0.004;
   emu.backward_ratio = 2;
   emu.param_scale = 0.01;
-  const ModelProfile profile = model_profile("resnet50");
-  ModelSource source;
-  source.make_model = [&] { return std::make_unique<ProfiledModel>(profile, emu); };
+  const ModelSource source = testing::emulated_resnet50(emu, 3 * 3);
   TrainConfig c;
   c.batch = 1;
   c.max_steps = 3;
   c.bucket_bytes = 128 << 10;
   c.evaluate = false;
-  source.samples = 3 * 3;
   SchemeOptions ring;
   ring.workers = 3;
-  TransportOptions network;
   const LinkSpec link{0.1e9, 10e-6};
-  network.shaping = Topology::grouped(3, 1, 0, link, link);
+  const TransportOptions network = testing::shaped_links(3, link);
   const double gradient = static_cast<double>(source.make_model()->param_count()) * 4;
   const double exchange = 2.0 * 2 / 3 * gradient / link.bytes_per_second;
   c.overlap = false;
@@ -597,24 +579,6 @@ TEST(PsTraining, AsynchronousModelsTrainAndSspBoundsStaleness) {
 
 namespace gradex {
 namespace {
-
-// ZeRO changes where the optimizer runs, not what it computes.
-TEST(Zero, MatchesReplicatedTrainingWithAnNthOfTheOptimizerState) {
-  const Dataset empty;
-  for (const char* opt : {"sgd", "adam"}) {
-    for (int n : {1, 3, 4}) {
-      const TrainConfig c = tiny_config(opt);
-      const TrainResult ddp = train_data_parallel("ring", options_for(n), c, tiny_data(), empty);
-      const ZeroResult z = train_zero(c, n, tiny_data(), empty);
-      EXPECT_TRUE(z.train.replicas_agree);
-      EXPECT_LT(max_abs_diff(z.train.params, ddp.params), 1e-4) << opt << " n=" << n;
-      EXPECT_EQ(z.replicated_state_bytes, ddp.optimizer_state_bytes);
-      const double per_worker_max =
-          std::ceil(static_cast<double>(ddp.param_count) / n) * (opt == std::string("adam") ? 8 : 4);
-      EXPECT_EQ(z.sharded_state_bytes_max, per_worker_max) << opt << " n=" << n;
-    }
-  }
-}
 
 TEST(Profiles, ParameterCountsMatchThePublishedModels) {
   // torchvision / Hugging Face parameter counts.

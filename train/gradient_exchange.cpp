@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "allreduce/ring.h"
 #include "common/errors.h"
 
 namespace gradex {
@@ -24,9 +25,9 @@ std::string compression_name(Compression c) {
 
 ExchangeCall average_call(std::size_t count, Compression compression) {
   switch (compression) {
-    case Compression::none: return {count, DType::f32, ReduceOp::avg};
-    case Compression::fp16: return {count, DType::f16, ReduceOp::sum};
-    case Compression::bf16: return {count, DType::bf16, ReduceOp::sum};
+    case Compression::none: return {count, DType::f32, ReduceOp::avg, Collective::all_reduce};
+    case Compression::fp16: return {count, DType::f16, ReduceOp::sum, Collective::all_reduce};
+    case Compression::bf16: return {count, DType::bf16, ReduceOp::sum, Collective::all_reduce};
   }
   return {};
 }
@@ -56,14 +57,26 @@ void average_gradients(GradientExchange& exchange, Comm& comm, std::span<float> 
   }
 }
 
-ExchangeCall broadcast_call(std::size_t count) { return {count, DType::f32, ReduceOp::sum}; }
+void GradientExchange::reduce_scatter(Comm&, Tensor, ReduceOp) {
+  throw InvariantError("this exchange provides no reduce_scatter");
+}
+
+void GradientExchange::all_gather(Comm&, Tensor) {
+  throw InvariantError("this exchange provides no all_gather");
+}
+
+void GradientExchange::broadcast(Comm& comm, Tensor data) {
+  ring_broadcast(comm, data, kBroadcastRoot, SchemeOptions{}.segment_bytes, /*tag=*/2, workers());
+}
 
 void broadcast_from_worker0(GradientExchange& exchange, Comm& comm, std::span<float> data) {
-  if (comm.rank() != 0) std::fill(data.begin(), data.end(), 0.0f);
-  exchange.allreduce(comm, Tensor{data.data(), data.size(), DType::f32}, ReduceOp::sum);
+  exchange.broadcast(comm, Tensor{data.data(), data.size(), DType::f32});
 }
 
 void serve_call(GradientExchange& exchange, Comm& comm, const ExchangeCall& call) {
+  // Only all-reduces have dedicated servers: ZeRO needs schemes without.
+  GRADEX_ENFORCE(call.collective == Collective::all_reduce, "a server cannot serve ",
+                 collective_name(call.collective));
   exchange.serve(comm, call.count, call.dtype, call.op);
 }
 

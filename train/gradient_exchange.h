@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -31,6 +32,24 @@ class GradientExchange {
   virtual void allreduce(Comm& comm, Tensor data, ReduceOp op) = 0;
   // On a non-worker endpoint: take part in the matching allreduce.
   virtual void serve(Comm& comm, std::size_t count, DType dtype, ReduceOp op) = 0;
+  // On a worker: worker 0's data ends on every worker, S bytes into each
+  // (dedicated servers take no part). By default a pipelined ring
+  // broadcast over the workers.
+  virtual void broadcast(Comm& comm, Tensor data);
+  // ZeRO's halves of an all-reduce, where the exchange provides them
+  // (common/collective.h): worker r ends with block r of
+  // BlockSplit{count, workers} reduced, or contributes block r and ends
+  // with every block. The defaults throw.
+  virtual bool provides(Collective c) const { return c == Collective::all_reduce; }
+  virtual void reduce_scatter(Comm& comm, Tensor data, ReduceOp op);
+  virtual void all_gather(Comm& comm, Tensor data);
+  // The link traffic `endpoint` must see for one collective `c` of `count`
+  // elements of `dtype`, once it has run at that size (auto declares its
+  // choice's); nullopt for an exchange that declares none.
+  virtual std::optional<Traffic> declared_traffic(Collective /*c*/, int /*endpoint*/,
+                                                  std::size_t /*count*/, DType /*dtype*/) const {
+    return std::nullopt;
+  }
 };
 
 class SchemeExchange final : public GradientExchange {
@@ -44,6 +63,20 @@ class SchemeExchange final : public GradientExchange {
   void serve(Comm& comm, std::size_t count, DType dtype, ReduceOp op) override {
     scheme_->allreduce(comm, Tensor{nullptr, count, dtype}, op);
   }
+  // The scheme's own broadcast where it provides one.
+  void broadcast(Comm& comm, Tensor data) override {
+    if (scheme_->provides(Collective::broadcast)) return scheme_->broadcast(comm, data);
+    GradientExchange::broadcast(comm, data);
+  }
+  bool provides(Collective c) const override { return scheme_->provides(c); }
+  void reduce_scatter(Comm& comm, Tensor data, ReduceOp op) override {
+    scheme_->reduce_scatter(comm, data, op);
+  }
+  void all_gather(Comm& comm, Tensor data) override { scheme_->all_gather(comm, data); }
+  std::optional<Traffic> declared_traffic(Collective c, int endpoint, std::size_t count,
+                                          DType dtype) const override {
+    return scheme_->collective_traffic(c, endpoint, count, dtype);
+  }
 
  private:
   std::unique_ptr<Scheme> scheme_;
@@ -55,6 +88,7 @@ struct ExchangeCall {
   std::size_t count = 0;
   DType dtype = DType::f32;
   ReduceOp op = ReduceOp::sum;
+  Collective collective = Collective::all_reduce;
 };
 
 // Gradient averaging over the workers of one float range, through the
@@ -64,10 +98,8 @@ void average_gradients(GradientExchange& exchange, Comm& comm, std::span<float> 
                        Compression compression, std::vector<std::uint16_t>& scratch);
 ExchangeCall average_call(std::size_t count, Compression compression);
 
-// Worker 0's values to every worker: the others contribute zeros to a sum,
-// which is exact in floating point.
+// Worker 0's values to every worker (GradientExchange::broadcast).
 void broadcast_from_worker0(GradientExchange& exchange, Comm& comm, std::span<float> data);
-ExchangeCall broadcast_call(std::size_t count);
 
 void serve_call(GradientExchange& exchange, Comm& comm, const ExchangeCall& call);
 

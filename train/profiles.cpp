@@ -1,6 +1,7 @@
 #include "train/profiles.h"
 
 #include "common/errors.h"
+#include "train/model_file.h"
 
 namespace gradex {
 
@@ -122,12 +123,14 @@ std::vector<std::string> model_profile_names() {
 }
 
 ModelProfile model_profile(const std::string& name) {
+  if (is_model_file(name)) return read_model_file(name);
   if (name == "resnet50") return resnet50();
   if (name == "vgg16") return vgg16();
   if (name == "bert_base") return bert_base();
   if (name == "gpt2_small") return gpt2_small();
   throw ConfigError("profile", "unknown model profile '" + name +
-                                   "' (known: resnet50, vgg16, bert_base, gpt2_small)");
+                                   "' (known: resnet50, vgg16, bert_base, gpt2_small, or a model file X.json "
+                                   "from scripts/model_from_torch.py)");
 }
 
 }  // namespace gradex

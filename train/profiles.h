@@ -25,7 +25,8 @@ struct ModelProfile {
 };
 
 // resnet50 (224x224 ImageNet), vgg16 (224x224), bert_base (sequence 128),
-// gpt2_small (sequence 1024). Throws ConfigError on other names.
+// gpt2_small (sequence 1024), or a model file's path (train/model_file.h).
+// Throws ConfigError on other names.
 ModelProfile model_profile(const std::string& name);
 std::vector<std::string> model_profile_names();
 

@@ -12,14 +12,16 @@
 #include "train/mlp.h"
 #include "train/param_buffer.h"
 #include "train/rank_time.h"
+#include "train/step_accounting.h"
 #include "transport/world.h"
 
 namespace gradex {
 
 namespace {
 
-// What a worker reports to rank 0: its summed step times.
-constexpr std::size_t kWorkerWords = 4;
+// What a worker reports to rank 0: its summed step times, then the bytes
+// it sent and received over its steps.
+constexpr std::size_t kWorkerWords = 6;
 // What a server reports: the staleness histogram, sum, count and max, and
 // its optimizer's state bytes.
 constexpr std::size_t kServerWords = StalenessStats::kBins + 4;
@@ -75,6 +77,7 @@ void run_server(Comm& comm, const PsTrainConfig& ps, const TrainConfig& config,
 struct WorkerOutcome {
   StepTimes sum;
   std::vector<EpochRecord> epochs;  // worker 0 only
+  Traffic traffic;  // over the steps, the initial pull left out
 };
 
 // A worker: pull, compute a gradient on its shard's next batch, push.
@@ -91,6 +94,7 @@ WorkerOutcome run_worker(Comm& comm, const PsTrainConfig& ps, const TrainConfig&
   const Tensor grads_t{grads.data(), count, DType::f32};
   std::vector<Request> pulls = server.pull(params_t);
   server.wait(pulls);
+  const Traffic before_steps = comm.traffic();
   RankTime time(comm.clock());
   const long total = steps * config.epochs;
   const std::size_t batch_size = static_cast<std::size_t>(config.batch);
@@ -132,6 +136,7 @@ WorkerOutcome run_worker(Comm& comm, const PsTrainConfig& ps, const TrainConfig&
       out.epochs.push_back(rec);
     }
   }
+  out.traffic = traffic_since(before_steps, comm.traffic());
   return out;
 }
 
@@ -169,7 +174,8 @@ PsTrainResult ps_train_rank(Comm& comm, const PsTrainConfig& ps, const TrainConf
   WorkerOutcome own = run_worker(comm, ps, config, source, workers, steps, on_epoch);
   const std::vector<std::uint64_t> mine = {
       std::bit_cast<std::uint64_t>(own.sum.iteration), std::bit_cast<std::uint64_t>(own.sum.compute),
-      std::bit_cast<std::uint64_t>(own.sum.comm), std::bit_cast<std::uint64_t>(own.sum.exposed)};
+      std::bit_cast<std::uint64_t>(own.sum.comm), std::bit_cast<std::uint64_t>(own.sum.exposed),
+      own.traffic.bytes_sent, own.traffic.bytes_received};
   if (rank != 0) {
     comm.send(0, mine.data(), kWorkerWords * sizeof(std::uint64_t), kPsTrainGatherTag);
     return result;
@@ -199,12 +205,16 @@ PsTrainResult ps_train_rank(Comm& comm, const PsTrainConfig& ps, const TrainConf
   comm.wait_all(pending);
 
   const double n = static_cast<double>(workers) * static_cast<double>(train.steps);
+  StepTraffic wire;  // the servers declare no per-step traffic: counted only
   for (const auto& w : times) {
     train.mean.iteration += std::bit_cast<double>(w[0]) / n;
     train.mean.compute += std::bit_cast<double>(w[1]) / n;
     train.mean.comm += std::bit_cast<double>(w[2]) / n;
     train.mean.exposed += std::bit_cast<double>(w[3]) / n;
+    wire.sent += static_cast<double>(w[4]) / n;
+    wire.received += static_cast<double>(w[5]) / n;
   }
+  train.wire = wire;
   if (train.mean.iteration > 0) {
     train.samples_per_second = static_cast<double>(workers) * config.batch / train.mean.iteration;
   }

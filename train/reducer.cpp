@@ -34,7 +34,8 @@ Reducer::Reducer(Comm& comm, GradientExchange& exchange, std::span<float> grads,
       buckets_(std::move(buckets)),
       bucket_of_(params.size(), 0),
       options_(options),
-      pending_(buckets_.size(), 0) {
+      pending_(buckets_.size(), 0),
+      bucket_times_(buckets_.size()) {
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     for (std::size_t p : buckets_[b].params) bucket_of_[p] = b;
   }
@@ -54,12 +55,6 @@ Reducer::~Reducer() {
   }
   work_cv_.notify_all();
   thread_.join();
-}
-
-std::vector<ExchangeCall> Reducer::calls() const {
-  std::vector<ExchangeCall> c;
-  for (const Bucket& b : buckets_) c.push_back(average_call(b.count, options_.compression));
-  return c;
 }
 
 void Reducer::prepare() {
@@ -91,17 +86,46 @@ void Reducer::launch_ready_locked() {
 
 void Reducer::exchange_bucket(std::size_t b) {
   const Bucket& bucket = buckets_[b];
+  const std::span<float> grads = grads_.subspan(bucket.offset, bucket.count);
   const double t0 = comm_.clock().now();
-  average_gradients(exchange_, comm_, grads_.subspan(bucket.offset, bucket.count),
-                    options_.compression, scratch_);
-  const double t1 = comm_.clock().now();
-  if (options_.trace != nullptr && tracing_) {
-    options_.trace->add({"bucket " + std::to_string(b) + " (" +
-                             std::to_string(bucket.count * sizeof(float)) + " B)",
-                         comm_.rank(), 1, t0, t1 - t0});
+  ExchangeCall call = average_call(bucket.count, options_.compression);
+  if (options_.shard) {
+    // avg: the scheme divides this worker's reduced block by N.
+    call = {bucket.count, DType::f32, ReduceOp::avg, Collective::reduce_scatter};
+    exchange_.reduce_scatter(comm_, Tensor{grads.data(), grads.size(), DType::f32}, call.op);
+  } else {
+    average_gradients(exchange_, comm_, grads, options_.compression, scratch_);
   }
+  const double t1 = comm_.clock().now();
+  trace_span("bucket", b, call.count * dtype_size(call.dtype), t0, t1);
   std::lock_guard lock(mutex_);
   comm_seconds_ += t1 - t0;
+  bucket_times_[b] = {t0, t1};
+}
+
+void Reducer::trace_span(const std::string& what, std::size_t b, std::size_t bytes, double t0,
+                         double t1) {
+  if (options_.trace == nullptr || !tracing_) return;
+  options_.trace->add({what + " " + std::to_string(b) + " (" + std::to_string(bytes) + " B)",
+                       comm_.rank(), 1, t0, t1 - t0, static_cast<int>(b), bytes});
+}
+
+double Reducer::gather(std::span<float> params) {
+  GRADEX_ENFORCE(options_.shard, "gather() is ZeRO's; this Reducer all-reduces");
+  GRADEX_ENFORCE_EQ(params.size(), grads_.size(), "parameters and gradients differ in size");
+  const double t0 = comm_.clock().now();
+  run([&] {
+    for (std::size_t b = 0; b < buckets_.size(); ++b) {
+      const Bucket& bucket = buckets_[b];
+      const double s0 = comm_.clock().now();
+      exchange_.all_gather(comm_, Tensor{params.data() + bucket.offset, bucket.count, DType::f32});
+      const double s1 = comm_.clock().now();
+      trace_span("all-gather", b, bucket.count * sizeof(float), s0, s1);
+      std::lock_guard lock(mutex_);
+      comm_seconds_ += s1 - s0;
+    }
+  });
+  return comm_.clock().now() - t0;
 }
 
 // The step on the virtual clock, which still stands where the compute
@@ -145,6 +169,11 @@ double Reducer::finish() {
 double Reducer::comm_seconds() const {
   std::lock_guard lock(mutex_);
   return comm_seconds_;
+}
+
+std::vector<std::pair<double, double>> Reducer::bucket_times() const {
+  std::lock_guard lock(mutex_);
+  return bucket_times_;
 }
 
 void Reducer::run(const std::function<void()>& job) {

@@ -12,6 +12,12 @@
 // in order, no earlier than its ready time, and the step ending no earlier
 // than the compute does. That is the threaded timeline exactly, with the
 // compute's duration measured instead of slept.
+//
+// Sharded (ZeRO-2), each bucket is reduce-scattered instead: worker r keeps
+// the average of block r of the bucket (BlockSplit), steps the parameters
+// of those blocks, and gather() all-gathers each bucket's parameters so
+// that every worker holds all of them for the next forward. Over the ring
+// the two halves move exactly the bytes of its all-reduce.
 #pragma once
 
 #include <condition_variable>
@@ -21,7 +27,9 @@
 #include <functional>
 #include <mutex>
 #include <span>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "train/gradient_exchange.h"
@@ -48,6 +56,7 @@ struct ReducerOptions {
   // The loop's stretches of compute; needed on a virtual clock, where the
   // buckets are replayed against the backward pass's measured duration.
   const RankTime* compute = nullptr;
+  bool shard = false;  // ZeRO-2: reduce-scatter the buckets, gather() the parameters
 };
 
 class Reducer {
@@ -60,8 +69,6 @@ class Reducer {
   Reducer& operator=(const Reducer&) = delete;
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
-  // The exchanges one synchronised step makes (for server endpoints).
-  std::vector<ExchangeCall> calls() const;
 
   // Before the backward pass whose gradients are to be synchronised.
   void prepare();
@@ -71,8 +78,16 @@ class Reducer {
   // and waits for every bucket. Returns the seconds this thread spent
   // waiting: the exposed communication.
   double finish();
-  // Seconds the communication thread spent exchanging in the last step.
+  // ZeRO-2, after the optimizer stepped this worker's blocks: all-gathers
+  // each bucket's range of `params`, in bucket order, on the communication
+  // thread. Returns the seconds this thread waited for it (all exposed).
+  double gather(std::span<float> params);
+  // Seconds the communication thread spent exchanging in the last step
+  // (with gather()'s all-gathers when sharded).
   double comm_seconds() const;
+  // When each bucket's exchange began and ended in the last step, on the
+  // Comm's clock, in bucket order.
+  std::vector<std::pair<double, double>> bucket_times() const;
   // Runs `job` on the communication thread and waits for it (the one thread
   // that uses the Comm).
   void run(const std::function<void()>& job);
@@ -82,6 +97,7 @@ class Reducer {
   void launch_ready_locked();
   void launch_all_locked();
   void exchange_bucket(std::size_t b);
+  void trace_span(const std::string& what, std::size_t b, std::size_t bytes, double t0, double t1);
   double replay();
   void enqueue_locked(std::function<void()> job);
   void loop();
@@ -108,6 +124,7 @@ class Reducer {
   bool replaying_ = false;
   std::vector<std::pair<std::size_t, double>> launched_;
   double comm_seconds_ = 0;
+  std::vector<std::pair<double, double>> bucket_times_;
   std::vector<std::uint16_t> scratch_;  // compression buffer (comm thread only)
   std::thread thread_;
 };

@@ -1,8 +1,12 @@
 #include "train/report.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <sstream>
+
+#include "common/units.h"
 
 namespace gradex {
 
@@ -28,18 +32,101 @@ double compute_share(const TrainResult& t) {
   return t.mean.iteration > 0 ? t.mean.compute / t.mean.iteration : 0;
 }
 
-std::optional<double> scaling_efficiency(const std::vector<TrainRun>& runs, const TrainRun& run) {
-  for (const TrainRun& one : runs) {
-    if (one.scheme == run.scheme && one.workers == 1 && one.result.samples_per_second > 0) {
-      return run.result.samples_per_second / (run.workers * one.result.samples_per_second);
+std::optional<double> comm_share(const std::vector<TrainRun>& runs, const TrainRun& run) {
+  if (!run.result.synchronised || run.result.mean.iteration <= 0) return std::nullopt;
+  for (const TrainRun& base : runs) {
+    if (!base.result.synchronised && base.workers == run.workers) {
+      return 1 - base.result.mean.iteration / run.result.mean.iteration;
     }
   }
   return std::nullopt;
 }
 
+std::optional<double> scaling_efficiency(const std::vector<TrainRun>& runs, const TrainRun& run) {
+  double best = 0;
+  for (const TrainRun& one : runs) {
+    if (one.workers == 1 && one.result.synchronised) {
+      best = std::max(best, one.result.samples_per_second);
+    }
+  }
+  if (best <= 0) return std::nullopt;
+  return run.result.samples_per_second / (run.workers * best);
+}
+
+bool wire_matches_declared(const TrainResult& t) {
+  if (!t.wire || !t.declared) return true;
+  const auto same = [](double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(a, b); };
+  return same(t.wire->sent, t.declared->sent) && same(t.wire->received, t.declared->received);
+}
+
+namespace {
+
+// "12 KiB", or "-" when not known.
+std::string bytes_or_dash(const std::optional<StepTraffic>& t) {
+  return t ? format_bytes(t->sent) : "-";
+}
+
+std::string percent_or_dash(const std::optional<double>& v) {
+  return v ? fmt("%.1f%%", 100 * *v) : "-";
+}
+
+const char* agreement(const TrainResult& t) {
+  if (!t.synchronised) return "-";  // the no-sync baseline diverges by design
+  return t.replicas_agree ? "yes" : "NO";
+}
+
+void print_bucket_spans(std::ostream& out, const std::vector<TrainRun>& runs) {
+  bool header = false;
+  for (const TrainRun& r : runs) {
+    for (std::size_t b = 0; b < r.result.bucket_spans.size(); ++b) {
+      if (!header) {
+        out << "#\n# bucket exchanges: start and end in ms from the start of the step, mean "
+               "over steps and workers\n"
+               "# scheme                 workers  bucket        bytes  start-ms    end-ms\n";
+        header = true;
+      }
+      const BucketSpan& s = r.result.bucket_spans[b];
+      char line[256];
+      std::snprintf(line, sizeof line, "  %-22s %7d  %6zu  %11s  %8.3f  %8.3f\n",
+                    r.scheme.c_str(), r.workers, b, format_bytes(static_cast<double>(s.bytes)).c_str(),
+                    1e3 * s.start, 1e3 * s.end);
+      out << line;
+    }
+  }
+}
+
+// Worker 0's memory figures that the run measured: its optimizer state and
+// the reduced gradients it keeps after the exchange (PS consistency runs,
+// whose servers hold the optimizer, report no gradients kept).
+void print_memory(std::ostream& out, const std::vector<TrainRun>& runs) {
+  bool header = false;
+  for (const TrainRun& r : runs) {
+    const TrainResult& t = r.result;
+    if (!t.synchronised || t.reduced_gradient_bytes <= 0) continue;
+    if (!header) {
+      out << "#\n# memory per worker (worker 0): optimizer state and the reduced gradients kept "
+             "after the exchange; parameters and the gradient buffer backward writes are "
+             "full-size in every run\n"
+             "# scheme                 workers  zero  optimizer-state  reduced-gradients\n";
+      header = true;
+    }
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-22s %7d  %4d  %15s  %17s\n", r.scheme.c_str(),
+                  r.workers, t.zero, format_bytes(t.optimizer_state_bytes).c_str(),
+                  format_bytes(t.reduced_gradient_bytes).c_str());
+    out << line;
+  }
+}
+
+}  // namespace
+
 void print_train_summary(std::ostream& out, const std::vector<TrainRun>& runs) {
   out << "#\n# scheme                 workers  test-acc  train-s   iter-ms  compute-ms  comm-ms  "
-         "exposed-ms  samples/s  compute-share  scaling  agree\n";
+         "exposed-ms  samples/s  compute-share  comm-share  scaling  wire-sent/step  "
+         "declared/step  agree\n"
+         "# (wire: bytes one worker sent per step, counted; comm-share = 1 - no-sync step / "
+         "step; scaling = samples/s / (workers x the fastest one-worker samples/s of any "
+         "scheme here))\n";
   for (const TrainRun& r : runs) {
     const TrainResult& t = r.result;
     const double acc = t.epochs.empty() ? 0 : t.epochs.back().test_accuracy;
@@ -47,25 +134,61 @@ void print_train_summary(std::ostream& out, const std::vector<TrainRun>& runs) {
     const bool evaluated = !t.epochs.empty() && (t.epochs.back().test_loss > 0 || acc > 0);
     char accuracy[32] = "       -";
     if (evaluated) std::snprintf(accuracy, sizeof accuracy, "%7.2f%%", 100 * acc);
-    char scaling[32] = "      -";
-    if (const auto e = scaling_efficiency(runs, r)) {
-      std::snprintf(scaling, sizeof scaling, "%6.1f%%", 100 * *e);
-    }
-    char line[256];
+    char line[384];
     std::snprintf(line, sizeof line,
-                  "  %-22s %3d  %s  %7.2f  %8.3f  %10.3f  %7.3f  %10.3f  %9.0f  %12.1f%%  %s  %s\n",
+                  "  %-22s %3d  %s  %7.2f  %8.3f  %10.3f  %7.3f  %10.3f  %9.0f  %12.1f%%  %10s  "
+                  "%7s  %14s  %13s  %s\n",
                   r.scheme.c_str(), r.workers, accuracy, secs, 1e3 * t.mean.iteration,
                   1e3 * t.mean.compute, 1e3 * t.mean.comm, 1e3 * t.mean.exposed,
-                  t.samples_per_second, 100 * compute_share(t), scaling,
-                  t.replicas_agree ? "yes" : "NO");
+                  t.samples_per_second, 100 * compute_share(t),
+                  percent_or_dash(comm_share(runs, r)).c_str(),
+                  percent_or_dash(scaling_efficiency(runs, r)).c_str(),
+                  bytes_or_dash(t.wire).c_str(), bytes_or_dash(t.declared).c_str(), agreement(t));
     out << line;
   }
+  for (const TrainRun& r : runs) {
+    if (!wire_matches_declared(r.result)) {
+      out << "# " << r.scheme << ": the bytes counted on the wire differ from the declared ("
+          << r.result.wire->sent << " sent, " << r.result.wire->received << " received per step "
+          << "against " << r.result.declared->sent << " and " << r.result.declared->received
+          << ")\n";
+    }
+  }
+  print_bucket_spans(out, runs);
+  print_memory(out, runs);
 }
+
+namespace {
+
+// A CSV cell: the value, or empty when unknown.
+std::string cell(const std::optional<double>& v) {
+  if (!v) return {};
+  std::ostringstream s;
+  s.precision(15);  // byte counts stay exact
+  s << *v;
+  return s.str();
+}
+
+std::optional<double> sent(const std::optional<StepTraffic>& t) {
+  return t ? std::optional<double>(t->sent) : std::nullopt;
+}
+
+std::optional<double> received(const std::optional<StepTraffic>& t) {
+  return t ? std::optional<double>(t->received) : std::nullopt;
+}
+
+nlohmann::json json_or_null(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json();
+}
+
+}  // namespace
 
 std::string train_csv(const std::vector<TrainRun>& runs) {
   std::ostringstream out;
   out << "scheme,workers,params,buckets,epoch,train_loss,test_loss,test_accuracy,train_seconds,"
-         "iteration_s,compute_s,comm_s,exposed_s,samples_per_s,replicas_agree\n";
+         "iteration_s,compute_s,comm_s,exposed_s,samples_per_s,replicas_agree,synchronised,"
+         "wire_bytes_sent_per_step,wire_bytes_received_per_step,declared_bytes_sent_per_step,"
+         "declared_bytes_received_per_step,comm_share,scaling_efficiency\n";
   for (const TrainRun& r : runs) {
     const TrainResult& t = r.result;
     for (const EpochRecord& e : t.epochs) {
@@ -73,7 +196,10 @@ std::string train_csv(const std::vector<TrainRun>& runs) {
           << e.epoch << ',' << e.train_loss << ',' << e.test_loss << ',' << e.test_accuracy << ','
           << e.train_seconds << ',' << t.mean.iteration << ',' << t.mean.compute << ','
           << t.mean.comm << ',' << t.mean.exposed << ',' << t.samples_per_second << ','
-          << (t.replicas_agree ? 1 : 0) << '\n';
+          << (t.replicas_agree ? 1 : 0) << ',' << (t.synchronised ? 1 : 0) << ','
+          << cell(sent(t.wire)) << ',' << cell(received(t.wire)) << ','
+          << cell(sent(t.declared)) << ',' << cell(received(t.declared)) << ','
+          << cell(comm_share(runs, r)) << ',' << cell(scaling_efficiency(runs, r)) << '\n';
     }
   }
   return out.str();
@@ -91,22 +217,37 @@ nlohmann::json train_json(const std::vector<TrainRun>& runs, const nlohmann::jso
                         {"test_accuracy", e.test_accuracy},
                         {"train_seconds", e.train_seconds}});
     }
-    const std::optional<double> scaling = scaling_efficiency(runs, r);
+    nlohmann::json spans = nlohmann::json::array();
+    for (std::size_t b = 0; b < t.bucket_spans.size(); ++b) {
+      const BucketSpan& s = t.bucket_spans[b];
+      spans.push_back({{"bucket", b}, {"bytes", s.bytes}, {"start_s", s.start}, {"end_s", s.end}});
+    }
     out["runs"].push_back({{"scheme", r.scheme},
                            {"workers", r.workers},
                            {"params", t.param_count},
                            {"buckets", t.buckets},
                            {"steps", t.steps},
+                           {"synchronised", t.synchronised},
                            {"iteration_s", t.mean.iteration},
                            {"compute_s", t.mean.compute},
                            {"comm_s", t.mean.comm},
                            {"exposed_s", t.mean.exposed},
                            {"samples_per_s", t.samples_per_second},
                            {"compute_share", compute_share(t)},
-                           {"scaling_efficiency",  // null without a one-worker run
-                            scaling ? nlohmann::json(*scaling) : nlohmann::json()},
+                           // null without a no-sync baseline with as many workers
+                           {"comm_share", json_or_null(comm_share(runs, r))},
+                           // null without a one-worker run
+                           {"scaling_efficiency", json_or_null(scaling_efficiency(runs, r))},
+                           {"wire_bytes_sent_per_step", json_or_null(sent(t.wire))},
+                           {"wire_bytes_received_per_step", json_or_null(received(t.wire))},
+                           {"declared_bytes_sent_per_step", json_or_null(sent(t.declared))},
+                           {"declared_bytes_received_per_step", json_or_null(received(t.declared))},
+                           {"wire_matches_declared", wire_matches_declared(t)},
+                           {"bucket_spans", spans},
                            {"params_fnv1a", t.params_hash},
+                           {"zero", t.zero},
                            {"optimizer_state_bytes_per_worker", t.optimizer_state_bytes},
+                           {"reduced_gradient_bytes_per_worker", t.reduced_gradient_bytes},
                            {"replicas_agree", t.replicas_agree},
                            {"epochs", epochs}});
   }

@@ -22,13 +22,23 @@ struct TrainRun {
 };
 
 void print_epoch(std::ostream& out, const std::string& scheme, const EpochRecord& e);
-// The summary's two efficiencies. compute-share = compute / iteration: the
-// share of a step not waiting for communication (1: all of it hidden).
-// scaling = samples/s with N workers / (N x samples/s of the same scheme
-// with one worker), measured, when the runs include a one-worker run.
+// The summary: one row per run, then each run's bucket exchanges (start
+// and end within the step). Its efficiencies:
+// compute-share = compute / iteration: the share of a step not waiting for
+// communication (1: all of it hidden).
+// comm-share = 1 - no-sync step / step, against the no-sync baseline run
+// with as many workers (torch users' measure), when there is one.
+// scaling = samples/s with N workers / (N x the best samples/s of any
+// synchronised one-worker run in the same invocation): efficiency against
+// ideal linear scaling of the fastest single worker, so a scheme slower
+// than another is not flattered by its own slow one-worker run.
 void print_train_summary(std::ostream& out, const std::vector<TrainRun>& runs);
 double compute_share(const TrainResult& result);
+std::optional<double> comm_share(const std::vector<TrainRun>& runs, const TrainRun& run);
 std::optional<double> scaling_efficiency(const std::vector<TrainRun>& runs, const TrainRun& run);
+// The counted bytes equal the declared ones (true when nothing is declared
+// or nothing was counted).
+bool wire_matches_declared(const TrainResult& result);
 // PS consistency training: the table's header, one row per run, and the
 // row as JSON.
 std::string staleness_header();

@@ -34,8 +34,10 @@ std::string Trace::json_text() const {
                    {"args", {{"name", "communication"}}}});
   }
   for (const auto& e : evs) {
-    out.push_back({{"ph", "X"}, {"name", e.name}, {"pid", e.rank}, {"tid", e.track},
-                   {"ts", (e.start - origin) * 1e6}, {"dur", e.duration * 1e6}});
+    nlohmann::json event = {{"ph", "X"}, {"name", e.name}, {"pid", e.rank}, {"tid", e.track},
+                            {"ts", (e.start - origin) * 1e6}, {"dur", e.duration * 1e6}};
+    if (e.bucket >= 0) event["args"] = {{"bucket", e.bucket}, {"bytes", e.bytes}};
+    out.push_back(std::move(event));
   }
   return nlohmann::json{{"traceEvents", out}, {"displayTimeUnit", "ms"}}.dump() + "\n";
 }
@@ -45,7 +47,7 @@ void gather_trace(Comm& comm, Trace& trace) {
   if (comm.rank() != 0) {
     nlohmann::json events = nlohmann::json::array();
     for (const TraceEvent& e : trace.events()) {
-      events.push_back({e.name, e.rank, e.track, e.start, e.duration});
+      events.push_back({e.name, e.rank, e.track, e.start, e.duration, e.bucket, e.bytes});
     }
     const std::string text = events.dump();
     const std::uint64_t bytes = text.size();
@@ -60,7 +62,7 @@ void gather_trace(Comm& comm, Trace& trace) {
     comm.recv(p, text.data(), text.size(), kTraceGatherTag);
     for (const auto& e : nlohmann::json::parse(text)) {
       trace.add({e[0].get<std::string>(), e[1].get<int>(), e[2].get<int>(), e[3].get<double>(),
-                 e[4].get<double>()});
+                 e[4].get<double>(), e[5].get<int>(), e[6].get<std::size_t>()});
     }
   }
 }

@@ -4,6 +4,7 @@
 // can be seen running under the backward pass.
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <mutex>
 #include <string>
@@ -19,6 +20,10 @@ struct TraceEvent {
   int track = 0;  // 0 compute, 1 communication
   double start = 0;  // seconds on the wall clock
   double duration = 0;
+  // A bucket exchange's index and bytes as exchanged, written as the
+  // event's args so that tools can filter and sum them (bucket -1: none).
+  int bucket = -1;
+  std::size_t bytes = 0;
 };
 
 class Trace {

@@ -71,8 +71,23 @@ void check_train_workload(const TrainWorkload& w, const FieldNamer& field) {
     throw ConfigError(field(key), e.reason());
   }
   parse_compression(w.compression, field("compression"));
+  // The loop's own checks (stage, compression), named as the caller names them.
+  try {
+    check_zero_stage(w.zero, parse_compression(w.compression, field("compression")));
+  } catch (const ConfigError& e) {
+    throw ConfigError(field(e.field()), e.reason());
+  }
+  if (!w.consistency.empty() && w.zero != 0) {
+    throw ConfigError(field("zero"), "does not apply to PS consistency training (its servers "
+                                     "run the optimizer)");
+  }
   if (!(w.bucket_mb > 0)) throw ConfigError(field("bucket_mb"), "must be positive");
   for (const std::string& c : w.consistency) parse_consistency(c, field("consistency"));
+  if (!w.consistency.empty() && w.no_sync_baseline) {
+    throw ConfigError(field("no_sync_baseline"),
+                      "does not apply to PS consistency training: its servers run the "
+                      "optimizer, so there is no gradient exchange to skip");
+  }
   if (!w.consistency.empty() && w.accumulate != 1) {
     throw ConfigError(field("accumulate"), "PS consistency training takes one batch a step");
   }
@@ -123,6 +138,7 @@ TrainJob::TrainJob(TrainWorkload workload, const FieldNamer& field)
   c.compression = parse_compression(w.compression, field("compression"));
   c.trace_steps = w.trace.empty() ? 0 : w.trace_steps;
   c.straggler_ms = w.straggler_ms;
+  c.zero = w.zero;
   if (w.model != "mlp") {
     profile_ = model_profile(w.model);
     emulation_.forward_seconds = w.fwd_ms / 1e3;
@@ -176,6 +192,7 @@ std::string TrainJob::describe() const {
   }
   out << ", buckets " << workload_.bucket_mb << " MiB, overlap " << (c.overlap ? "on" : "off")
       << ", compression " << compression_name(c.compression);
+  if (c.zero != 0) out << ", ZeRO-" << c.zero;
   return out.str();
 }
 
@@ -214,7 +231,8 @@ nlohmann::json TrainJob::config_json() const {
                       {"seed", c.seed},
                       {"bucket_bytes", c.bucket_bytes},
                       {"overlap", c.overlap},
-                      {"compression", compression_name(c.compression)}};
+                      {"compression", compression_name(c.compression)},
+                      {"zero", c.zero}};
   if (profile_) {
     j.update({{"profile", profile_->name},
               {"fwd_ms", workload_.fwd_ms},
@@ -225,6 +243,7 @@ nlohmann::json TrainJob::config_json() const {
   }
   if (!workload_.consistency.empty()) j["staleness"] = workload_.staleness;
   if (c.straggler_ms > 0) j["straggler_ms"] = c.straggler_ms;
+  if (workload_.no_sync_baseline) j["no_sync_baseline"] = true;
   return j;
 }
 

@@ -68,9 +68,6 @@ class TrainJob {
   // The model and data of a run on `workers` workers (a profiled model's
   // emulated data set is sized to its steps).
   ModelSource source(int workers) const;
-  // The MLP's data sets (ZeRO training takes them directly).
-  const Dataset& train_data() const { return *train_; }
-  const Dataset& test_data() const { return *test_; }
   // The configuration as results.json's "config".
   nlohmann::json config_json() const;
   // PS training with a consistency model (the MLP only).

@@ -1,7 +1,6 @@
 #include "train/trainer.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <memory>
 
@@ -11,6 +10,8 @@
 #include "schemes/registry.h"
 #include "train/param_buffer.h"
 #include "train/reducer.h"
+#include "train/sharded_optimizer.h"
+#include "train/step_accounting.h"
 #include "transport/world.h"
 
 namespace gradex {
@@ -22,6 +23,24 @@ void check(const TrainConfig& c, int workers) {
   if (c.batch < 1) throw ConfigError("batch", "must be at least 1");
   if (c.accumulate < 1) throw ConfigError("accumulate", "must be at least 1");
   if (c.epochs < 1) throw ConfigError("epochs", "must be at least 1");
+  check_zero_stage(c.zero, c.compression);
+}
+
+// What one synchronised step exchanges, in order: an average per bucket,
+// or sharded a reduce-scatter per bucket, then an all-gather per bucket of
+// the updated parameters.
+std::vector<ExchangeCall> step_exchanges(const std::vector<Bucket>& buckets,
+                                         const TrainConfig& c) {
+  std::vector<ExchangeCall> calls;
+  for (const Bucket& b : buckets) {
+    calls.push_back(c.zero == 2
+                        ? ExchangeCall{b.count, DType::f32, ReduceOp::avg, Collective::reduce_scatter}
+                        : average_call(b.count, c.compression));
+  }
+  for (std::size_t i = 0; c.zero == 2 && i < buckets.size(); ++i) {
+    calls.push_back({buckets[i].count, DType::f32, ReduceOp::sum, Collective::all_gather});
+  }
+  return calls;
 }
 
 std::uint64_t fnv1a(std::span<const float> values) {
@@ -40,7 +59,13 @@ struct WorkerOutcome {
   std::vector<float> params;
   std::vector<EpochRecord> epochs;  // worker 0 only
   double optimizer_state_bytes = 0;
+  double reduced_gradient_bytes = 0;
+  Traffic traffic;  // over the steps only
+  // Per bucket, its exchange's start and end from the step's start, summed
+  // over the steps.
+  std::vector<std::pair<double, double>> bucket_sums;
 };
+
 
 WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConfig& config,
                          const ModelSource& source, long steps, Trace* trace,
@@ -54,15 +79,25 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
   ParamBuffer params(param_count), grads(param_count);
   // Every worker initialises differently; the broadcast makes them agree.
   model.init(params, config.seed + static_cast<std::uint64_t>(rank) * 7919);
-  auto optimizer = make_optimizer(config.optimizer, model.emulated() ? 0 : param_count);
+  const bool sync = config.synchronise;
+  const bool sharded = sync && config.zero == 2;
+  std::vector<Bucket> buckets = make_buckets(model.params(), config.bucket_bytes);
+  // The gradients this worker keeps reduced and the parameters it steps.
+  const std::vector<ParamRange> kept =
+      sharded ? zero_shard(buckets, rank, workers) : std::vector<ParamRange>{{0, param_count}};
+  ShardedOptimizer optimizer(config.optimizer, model.emulated() ? std::vector<ParamRange>{} : kept);
   // Compute's time on this rank's clock (measured and charged on the
   // simulator's virtual clock).
   RankTime time(comm.clock());
   // The Reducer's communication thread is the only user of `comm` until it
   // is destroyed at the end of this function.
-  Reducer reducer(comm, exchange, grads, make_buckets(model.params(), config.bucket_bytes),
-                  model.params(), {config.compression, config.overlap, trace, &time});
+  Reducer reducer(comm, exchange, grads, std::move(buckets), model.params(),
+                  {config.compression, config.overlap, trace, &time, sharded});
   reducer.run([&] { broadcast_from_worker0(exchange, comm, params); });
+  // The broadcast is not a step's traffic. The communication thread is idle
+  // from here to each finish(), whose wait orders its counts before ours.
+  const Traffic before_steps = comm.traffic();
+  out.bucket_sums.resize(reducer.buckets().size());
 
   const float scale = 1.0f / static_cast<float>(config.accumulate);
   const std::size_t micro = static_cast<std::size_t>(config.batch);
@@ -87,11 +122,12 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
       for (int k = 0; k < config.accumulate; ++k) {
         const std::size_t first = (static_cast<std::size_t>(s) * config.accumulate + k) * micro;
         const std::span<const std::size_t> batch(shard.data() + first, micro);
-        const bool last = k + 1 == config.accumulate;
+        // Only the last micro-batch's backward triggers communication, and
+        // none in the no-sync baseline.
+        const bool last = sync && k + 1 == config.accumulate;
         if (last) reducer.prepare();
         const double t0 = time.begin();
         double tb = t0;
-        // Only the last micro-batch's backward triggers communication.
         loss_sum += model.train_step(
             params, batch, grads, scale,
             last ? GradReady([&](std::size_t p) { reducer.mark_ready(p); }) : GradReady(),
@@ -105,17 +141,27 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
           record(last ? "backward" : "backward (no_sync)", tb, t1);
         }
       }
-      const double exposed = reducer.finish();
+      double exposed = sync ? reducer.finish() : 0.0;
       const double t2 = time.begin();
-      if (!model.emulated()) optimizer->step(params, grads);
+      if (!model.emulated()) optimizer.step(params, grads);
       const double t3 = time.end();
       if (tracing) record("optimizer step", t2, t3);
+      // Sharded, each worker stepped its blocks only: gather them all.
+      if (sharded) exposed += reducer.gather(params);
+      const double t_end = comm.clock().now();
       compute += t3 - t2;
-      sum.iteration += t3 - t_start;
+      sum.iteration += t_end - t_start;
       sum.compute += compute;
       sum.exposed += exposed;
-      sum.comm += reducer.comm_seconds();
-      train_seconds += t3 - t_start;
+      if (sync) {
+        sum.comm += reducer.comm_seconds();
+        const auto times = reducer.bucket_times();
+        for (std::size_t b = 0; b < times.size(); ++b) {
+          out.bucket_sums[b].first += times[b].first - t_start;
+          out.bucket_sums[b].second += times[b].second - t_start;
+        }
+      }
+      train_seconds += t_end - t_start;
     }
     if (rank == 0) {
       const EpochRecord rec = epoch_record(epoch, loss_sum, steps * config.accumulate,
@@ -124,15 +170,11 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
       out.epochs.push_back(rec);
     }
   }
+  out.traffic = traffic_since(before_steps, comm.traffic());
   out.params.assign(params.begin(), params.end());
-  out.optimizer_state_bytes = static_cast<double>(optimizer->state_bytes());
+  out.optimizer_state_bytes = static_cast<double>(optimizer.state_bytes());
+  out.reduced_gradient_bytes = static_cast<double>(range_elements(kept) * sizeof(float));
   return out;
-}
-
-// One worker's figures as 64-bit words, for the gather to rank 0.
-std::vector<std::uint64_t> encode(const StepTimes& t, std::uint64_t hash) {
-  return {std::bit_cast<std::uint64_t>(t.iteration), std::bit_cast<std::uint64_t>(t.compute),
-          std::bit_cast<std::uint64_t>(t.comm), std::bit_cast<std::uint64_t>(t.exposed), hash};
 }
 
 }  // namespace
@@ -152,6 +194,46 @@ EpochRecord epoch_record(int epoch, double loss_sum, long batches, double train_
   return rec;
 }
 
+TrainConfig no_sync_baseline(TrainConfig config) {
+  config.synchronise = false;
+  config.evaluate = false;
+  config.trace_steps = 0;
+  // Each worker steps on its own whole gradient: nothing to shard.
+  config.zero = 0;
+  return config;
+}
+
+void check_zero_stage(int zero, Compression compression) {
+  if (zero != 0 && zero != 2) {
+    throw ConfigError("zero", "stage " + std::to_string(zero) +
+                                  " is not run: 0 (replicated, DDP) or 2 (ZeRO-2: gradients and "
+                                  "optimizer state sharded; ZeRO-3 is not implemented)");
+  }
+  if (zero == 2 && compression != Compression::none) {
+    throw ConfigError("compression", "does not apply with ZeRO-2, whose reduce-scatter and "
+                                     "all-gather move f32 (no compressed path)");
+  }
+}
+
+void check_zero(int zero, const std::function<bool(Collective)>& provides,
+                const std::string& name, const std::string& field) {
+  if (zero == 0) return;
+  std::string missing;
+  for (Collective c : {Collective::reduce_scatter, Collective::all_gather}) {
+    if (provides(c)) continue;
+    if (!missing.empty()) missing += " and ";
+    missing += collective_name(c);
+  }
+  if (!missing.empty()) {
+    throw ConfigError(field, "ZeRO-2 needs a scheme that provides reduce_scatter and all_gather; '" +
+                                 name + "' provides no " + missing);
+  }
+}
+
+std::string run_label(const std::string& scheme, const TrainConfig& config) {
+  return config.zero == 2 ? scheme + " zero-2" : scheme;
+}
+
 long training_steps_per_epoch(const TrainConfig& c, std::size_t samples, int workers) {
   check(c, workers);
   const std::size_t shard = samples / static_cast<std::size_t>(workers);
@@ -169,33 +251,38 @@ TrainResult train_rank(Comm& comm, GradientExchange& exchange, const TrainConfig
   GRADEX_ENFORCE_EQ(comm.size(), exchange.endpoints(), "training group size");
   const int workers = exchange.workers();
   const long steps = training_steps_per_epoch(config, source.samples, workers);
+  // Callers name the scheme in their check_zero, before any rank starts.
+  GRADEX_ENFORCE(config.zero == 0 || (exchange.provides(Collective::reduce_scatter) &&
+                                      exchange.provides(Collective::all_gather)),
+                 "ZeRO-2 over an exchange without reduce_scatter and all_gather");
   TrainResult result;
   result.steps = steps * config.epochs;
+  result.zero = config.synchronise ? config.zero : 0;
   std::vector<ExchangeCall> step_calls;  // what one synchronised step exchanges
   {
     const auto probe = source.make_model();
     result.param_count = probe->param_count();
-    for (const Bucket& b : make_buckets(probe->params(), config.bucket_bytes)) {
-      step_calls.push_back(average_call(b.count, config.compression));
-    }
-    result.buckets = step_calls.size();
+    const std::vector<Bucket> buckets = make_buckets(probe->params(), config.bucket_bytes);
+    step_calls = step_exchanges(buckets, config);
+    result.buckets = buckets.size();
   }
   const int rank = comm.rank();
   if (rank >= workers) {
-    // A dedicated server: replay the workers' exchanges, call for call.
-    serve_call(exchange, comm, broadcast_call(result.param_count));
-    for (long s = 0; s < result.steps; ++s) {
+    // A dedicated server: replay the workers' exchanges, call for call
+    // (the initial broadcast is the workers' alone).
+    for (long s = 0; config.synchronise && s < result.steps; ++s) {
       for (const ExchangeCall& c : step_calls) serve_call(exchange, comm, c);
     }
     return result;
   }
   WorkerOutcome own = run_worker(comm, exchange, config, source, steps, trace, on_epoch);
-  const std::vector<std::uint64_t> mine = encode(own.sum, fnv1a(own.params));
+  const std::vector<std::uint64_t> mine = encode_worker(own.sum, fnv1a(own.params), own.traffic, own.bucket_sums);
   const std::size_t record_bytes = mine.size() * sizeof(std::uint64_t);
+  result.synchronised = config.synchronise;
+  result.params_hash = params_hash_word(mine);
   if (rank != 0) {
     comm.send(0, mine.data(), record_bytes, kTrainGatherTag);
     result.params = std::move(own.params);
-    result.params_hash = mine[4];
     return result;
   }
   std::vector<std::vector<std::uint64_t>> all(static_cast<std::size_t>(workers), mine);
@@ -206,14 +293,16 @@ TrainResult train_rank(Comm& comm, GradientExchange& exchange, const TrainConfig
   }
   comm.wait_all(pending);
 
-  const double n = static_cast<double>(workers) * static_cast<double>(result.steps);
-  result.replicas_agree = true;
-  for (const auto& rec : all) {
-    result.mean.iteration += std::bit_cast<double>(rec[0]) / n;
-    result.mean.compute += std::bit_cast<double>(rec[1]) / n;
-    result.mean.comm += std::bit_cast<double>(rec[2]) / n;
-    result.mean.exposed += std::bit_cast<double>(rec[3]) / n;
-    if (rec[4] != mine[4]) result.replicas_agree = false;
+  // The buckets' own exchanges come first (then ZeRO's all-gathers).
+  std::vector<std::size_t> bucket_bytes;
+  for (std::size_t b = 0; b < result.buckets; ++b) {
+    bucket_bytes.push_back(step_calls[b].count * dtype_size(step_calls[b].dtype));
+  }
+  decode_workers(result, all, bucket_bytes, config.synchronise);
+  if (config.synchronise) {
+    result.declared = declared_step(exchange, step_calls);
+  } else {
+    result.declared = StepTraffic{};  // the exchange is skipped: nothing to move
   }
   if (result.mean.iteration > 0) {
     result.samples_per_second = static_cast<double>(workers) * config.batch *
@@ -221,8 +310,8 @@ TrainResult train_rank(Comm& comm, GradientExchange& exchange, const TrainConfig
   }
   result.epochs = std::move(own.epochs);
   result.optimizer_state_bytes = own.optimizer_state_bytes;
+  result.reduced_gradient_bytes = own.reduced_gradient_bytes;
   result.params = std::move(own.params);
-  result.params_hash = mine[4];
   return result;
 }
 
@@ -248,6 +337,7 @@ TrainResult train_data_parallel(const std::string& scheme_name, const SchemeOpti
                                 const EpochCallback& on_epoch) {
   check(config, options.workers);
   SchemeExchange exchange(make_scheme(scheme_name, options));
+  check_zero(config.zero, [&](Collective c) { return exchange.provides(c); }, scheme_name, "zero");
   // Bad input fails here, before any rank starts (or connects).
   training_steps_per_epoch(config, source.samples, exchange.workers());
   TrainResult result;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -44,6 +45,17 @@ struct TrainConfig {
   // The last worker starts every step this much later, waiting on its
   // rank's clock (virtual time on the simulator): a straggler.
   double straggler_ms = 0;
+  // false: every step skips the exchange, as under torch's no_sync (each
+  // worker steps on its own gradient): the no-sync baseline whose step
+  // time, set against a synchronised run's, gives the share of the step
+  // that synchronising costs.
+  bool synchronise = true;
+  // The ZeRO stage: 0 replicates gradients and optimizer state (DDP); 2
+  // reduce-scatters each bucket so that every worker keeps and steps only
+  // its shard, then all-gathers the updated parameters
+  // (train/sharded_optimizer.h). Needs a scheme that provides
+  // reduce_scatter and all_gather, and no compression.
+  int zero = 0;
 };
 
 struct EpochRecord {
@@ -62,6 +74,21 @@ struct StepTimes {
   double exposed = 0;  // waiting for communication after backward
 };
 
+// Bytes one worker put on and took off the wire per optimizer step, mean
+// over the workers.
+struct StepTraffic {
+  double sent = 0;
+  double received = 0;
+};
+
+// One bucket's exchange within a step, in seconds from the step's start,
+// mean over steps and workers.
+struct BucketSpan {
+  std::size_t bytes = 0;  // as exchanged (after compression)
+  double start = 0;
+  double end = 0;
+};
+
 struct TrainResult {
   std::size_t param_count = 0;
   std::size_t buckets = 0;
@@ -72,7 +99,21 @@ struct TrainResult {
   std::vector<float> params;  // worker 0's final parameters
   std::uint64_t params_hash = 0;  // FNV-1a of their bytes: compares runs across processes
   bool replicas_agree = false;  // every worker ended bit-identical to worker 0 (same hash)
-  double optimizer_state_bytes = 0;  // per worker
+  // Per worker (worker 0's, the largest shard): the optimizer's state, and
+  // the reduced gradients it keeps after the exchange (ZeRO-2: its shard;
+  // the buffer backward writes into stays full-size either way, as do the
+  // parameters: this is not ZeRO-3).
+  double optimizer_state_bytes = 0;
+  double reduced_gradient_bytes = 0;
+  int zero = 0;  // the ZeRO stage it ran with
+  bool synchronised = true;  // false: a no-sync baseline, whose replicas diverge by design
+  // Counted by the transport (Comm::traffic) over the steps, the initial
+  // broadcast and the result gathers left out; nullopt: not counted.
+  std::optional<StepTraffic> wire;
+  // What the scheme declares (Scheme::expected_traffic) for the step's
+  // exchanges; nullopt where the exchange declares nothing.
+  std::optional<StepTraffic> declared;
+  std::vector<BucketSpan> bucket_spans;  // in bucket (launch) order
 };
 
 using EpochCallback = std::function<void(const EpochRecord&)>;
@@ -94,6 +135,22 @@ EpochRecord epoch_record(int epoch, double loss_sum, long batches, double train_
                          const TrainConfig& config, const ModelSource& source,
                          std::span<const float> params);
 
+// The no-sync baseline of `config`: the same steps with the exchange
+// skipped. Nothing is evaluated or traced: its replicas diverge, and only
+// its step time is wanted. Reports name it kNoSyncRun.
+TrainConfig no_sync_baseline(TrainConfig config);
+inline constexpr const char* kNoSyncRun = "no_sync";
+
+// Throws ConfigError ("zero" or "compression") for a ZeRO stage gradex
+// does not run, or ZeRO-2 with compression (it has no compressed path).
+void check_zero_stage(int zero, Compression compression);
+// Throws ConfigError naming `field` when ZeRO stage `zero` shards and the
+// scheme `name` lacks reduce_scatter or all_gather (`provides` asks it).
+void check_zero(int zero, const std::function<bool(Collective)>& provides,
+                const std::string& name, const std::string& field);
+// A run's name in reports: the scheme's, marked when sharded.
+std::string run_label(const std::string& scheme, const TrainConfig& config);
+
 // Optimizer steps each worker takes per epoch. Throws ConfigError when the
 // data set gives no full step (or the configuration is invalid), so callers
 // can check before any rank starts.
@@ -105,6 +162,8 @@ long training_steps_per_epoch(const TrainConfig& config, std::size_t samples, in
 // workers' step times and parameter hashes gathered over `comm` (so the
 // result is the same whether ranks are threads or processes); the others
 // return what they alone know. `trace` collects this process's ranks.
+// Under ZeRO-2 the exchange must provide reduce_scatter and all_gather
+// (check_zero first).
 TrainResult train_rank(Comm& comm, GradientExchange& exchange, const TrainConfig& config,
                        const ModelSource& source, Trace* trace = nullptr,
                        const EpochCallback& on_epoch = {});

@@ -1,0 +1,228 @@
+// ZeRO-2 in the one training loop: each bucket reduce-scattered, each
+// worker stepping only its shard with shard-sized optimizer state, the
+// parameters all-gathered. It must train to what DDP trains to, move the
+// ring all-reduce's bytes, take its time on a shaped network, and refuse
+// what it cannot run.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/errors.h"
+#include "schemes/registry.h"
+#include "train/mlp.h"
+#include "train/sharded_optimizer.h"
+#include "train/trainer.h"
+
+#include "tiny_training.h"
+
+namespace gradex {
+namespace {
+
+using testing::tiny_config;
+using testing::tiny_data;
+
+using testing::train;
+using testing::workers;
+
+TrainConfig zero2(TrainConfig c) {
+  c.zero = 2;
+  return c;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, double{std::fabs(a[i] - b[i])});
+  return m;
+}
+
+std::vector<Bucket> tiny_buckets(const TrainConfig& c) {
+  const Mlp probe(c.layers, tiny_data());
+  return make_buckets(probe.params(), c.bucket_bytes);
+}
+
+// The registered schemes that can shard: those that provide both halves.
+std::vector<std::string> sharding_schemes() {
+  std::vector<std::string> names;
+  for (const std::string& name : portable_scheme_names()) {
+    const auto s = make_scheme(name, workers(4));
+    if (s->provides(Collective::reduce_scatter) && s->provides(Collective::all_gather)) {
+      names.push_back(name);
+    }
+  }
+  return names;
+}
+
+TEST(ZeroShard, TheWorkersShardsPartitionEveryBucket) {
+  const std::vector<Bucket> buckets = tiny_buckets(tiny_config());
+  ASSERT_GT(buckets.size(), 1u);
+  for (int n : {1, 3, 4, 7}) {
+    std::vector<int> owners(Mlp(tiny_config().layers, tiny_data()).param_count(), 0);
+    for (int r = 0; r < n; ++r) {
+      for (const ParamRange& range : zero_shard(buckets, r, n)) {
+        for (std::size_t i = range.offset; i < range.offset + range.count; ++i) ++owners[i];
+      }
+    }
+    EXPECT_TRUE(std::all_of(owners.begin(), owners.end(), [](int k) { return k == 1; })) << n;
+  }
+}
+
+class Zero2Equivalence
+    : public ::testing::TestWithParam<std::tuple<std::string, int, std::string>> {};
+
+// N workers x batch b under ZeRO-2 == 1 worker x batch N*b, and == DDP with
+// the same scheme: sharding moves the optimizer, it does not change it.
+TEST_P(Zero2Equivalence, NWorkersMatchOneWorkerWithNTimesTheBatchAndDdp) {
+  const auto& [scheme, n, optimizer] = GetParam();
+  const TrainConfig many = zero2(tiny_config(optimizer));
+  TrainConfig one = tiny_config(optimizer);
+  one.batch = many.batch * n;
+  const TrainResult ref = train("ring", 1, one);
+  const TrainResult ddp = train(scheme, n, tiny_config(optimizer));
+  const TrainResult got = train(scheme, n, many);
+  ASSERT_EQ(got.params.size(), ref.params.size());
+  EXPECT_EQ(got.zero, 2);
+  EXPECT_EQ(got.steps, ref.steps);
+  EXPECT_GT(got.buckets, 1u);
+  EXPECT_TRUE(got.replicas_agree);
+  EXPECT_LT(max_abs_diff(got.params, ref.params), 1e-4) << scheme << " n=" << n;
+  EXPECT_LT(max_abs_diff(got.params, ddp.params), 1e-5) << scheme << " n=" << n;
+}
+
+std::vector<std::tuple<std::string, int, std::string>> equivalence_cases() {
+  std::vector<std::tuple<std::string, int, std::string>> cases;
+  for (const std::string& name : sharding_schemes()) {
+    for (int n : {2, 3, 4}) cases.emplace_back(name, n, "sgd");
+    cases.emplace_back(name, 4, "adam");
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(ShardingSchemes, Zero2Equivalence,
+                         ::testing::ValuesIn(equivalence_cases()), [](const auto& info) {
+                           return std::get<0>(info.param) + "_n" +
+                                  std::to_string(std::get<1>(info.param)) + "_" +
+                                  std::get<2>(info.param);
+                         });
+
+// Worker 0 holds the largest block of each bucket, ceil(count / n): its
+// reduced gradients and its optimizer state cover those blocks only.
+TEST(Zero2, EachWorkerKeepsAndStepsOnlyItsShard) {
+  for (const char* opt : {"sgd", "adam"}) {
+    const double per_param = opt == std::string("adam") ? 8 : 4;  // state bytes
+    for (int n : {1, 3, 4}) {
+      const TrainConfig c = tiny_config(opt);
+      std::size_t shard = 0;
+      for (const Bucket& b : tiny_buckets(c)) shard += (b.count + n - 1) / n;
+      const TrainResult ddp = train("ring", n, c);
+      const TrainResult z = train("ring", n, zero2(c));
+      EXPECT_EQ(ddp.zero, 0);
+      EXPECT_EQ(ddp.reduced_gradient_bytes, 4.0 * ddp.param_count);
+      EXPECT_EQ(ddp.optimizer_state_bytes, per_param * ddp.param_count);
+      EXPECT_EQ(z.reduced_gradient_bytes, 4.0 * shard) << opt << " n=" << n;
+      EXPECT_EQ(z.optimizer_state_bytes, per_param * shard) << opt << " n=" << n;
+      if (n > 1) {
+        EXPECT_LT(z.optimizer_state_bytes, 0.5 * ddp.optimizer_state_bytes);
+      }
+    }
+  }
+}
+
+// Counted by the transport: a reduce-scatter and an all-gather per bucket
+// move what the ring's all-reduce of the bucket moves, byte for byte, and
+// what the scheme declares for the two collectives.
+TEST(Zero2, MovesExactlyTheBytesOfTheRingsAllReduce) {
+  for (int n : {2, 3, 4}) {
+    const TrainResult ddp = train("ring", n, tiny_config());
+    const TrainResult z = train("ring", n, zero2(tiny_config()));
+    ASSERT_TRUE(z.wire && ddp.wire && z.declared);
+    EXPECT_GT(z.wire->sent, 0);
+    EXPECT_DOUBLE_EQ(z.wire->sent, ddp.wire->sent) << n;
+    EXPECT_DOUBLE_EQ(z.wire->received, ddp.wire->received) << n;
+    EXPECT_DOUBLE_EQ(z.wire->sent, 2.0 * (n - 1) / n * 4.0 * static_cast<double>(z.param_count));
+    EXPECT_DOUBLE_EQ(z.declared->sent, z.wire->sent);
+    EXPECT_DOUBLE_EQ(z.declared->received, z.wire->received);
+  }
+  for (const std::string& scheme : sharding_schemes()) {
+    const TrainResult z = train(scheme, 3, zero2(tiny_config()));
+    ASSERT_TRUE(z.wire && z.declared) << scheme;
+    EXPECT_DOUBLE_EQ(z.declared->sent, z.wire->sent) << scheme;
+    EXPECT_DOUBLE_EQ(z.declared->received, z.wire->received) << scheme;
+  }
+}
+
+// On the simulator's virtual clock, over 0.05 GB/s links: ZeRO-2's two
+// halves take what the ring's all-reduce takes (same bytes, same links),
+// within 10%, and no less than the bytes need.
+TEST(Zero2, ShapedItsCommunicationTakesWhatTheRingsAllReduceTakes) {
+  EmulationConfig emu;
+  emu.forward_seconds = 0.002;
+  emu.param_scale = 0.005;
+  const int n = 3;
+  const ModelSource source = testing::emulated_resnet50(emu, n * 2);
+  TrainConfig c;
+  c.batch = 1;
+  c.max_steps = 2;
+  c.bucket_bytes = 128 << 10;
+  c.evaluate = false;
+  c.overlap = false;
+  const LinkSpec link{0.05e9, 10e-6};
+  const TransportOptions network = testing::shaped_links(n, link);
+  const double gradient = static_cast<double>(source.make_model()->param_count()) * 4;
+  const double exchange = 2.0 * (n - 1) / n * gradient / link.bytes_per_second;
+  const TrainResult ddp = train_data_parallel("ring", workers(n), c, source, "sim", network);
+  const TrainResult z = train_data_parallel("ring", workers(n), zero2(c), source, "sim", network);
+  EXPECT_GE(z.mean.comm, exchange);
+  EXPECT_GE(ddp.mean.comm, exchange);
+  EXPECT_NEAR(z.mean.comm / ddp.mean.comm, 1.0, 0.1) << z.mean.comm << " vs " << ddp.mean.comm;
+  EXPECT_TRUE(z.replicas_agree);
+}
+
+TEST(Zero2, SchemesWithoutReduceScatterOrAllGatherAreRefusedByName) {
+  for (const char* scheme : {"tree", "ps"}) {
+    try {
+      train(scheme, 3, zero2(tiny_config()));
+      FAIL() << scheme << " trained under ZeRO-2";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.field(), "zero");
+      EXPECT_NE(e.reason().find(std::string("'") + scheme + "' provides no reduce_scatter"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST(Zero2, OtherStagesAndCompressionAreRefused) {
+  for (int stage : {1, 3}) {
+    TrainConfig c = tiny_config();
+    c.zero = stage;
+    try {
+      train("ring", 2, c);
+      FAIL() << "stage " << stage << " ran";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.field(), "zero") << e.what();
+    }
+  }
+  TrainConfig c = zero2(tiny_config());
+  c.compression = Compression::fp16;
+  try {
+    train("ring", 2, c);
+    FAIL() << "ZeRO-2 with fp16 ran";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "compression") << e.what();
+  }
+}
+
+// The no-sync baseline skips the exchange: each worker steps its own whole
+// gradient, replicated.
+TEST(Zero2, TheNoSyncBaselineStepsReplicated) {
+  const TrainResult r = train("ring", 2, no_sync_baseline(zero2(tiny_config())));
+  EXPECT_EQ(r.zero, 0);
+  EXPECT_EQ(r.reduced_gradient_bytes, 4.0 * r.param_count);
+}
+
+}  // namespace
+}  // namespace gradex
