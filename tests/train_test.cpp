@@ -431,11 +431,39 @@ TEST(Training, OnTheSimulatorOverlapHidesExchangesBehindBackward) {
   EXPECT_GE(off.mean.comm, exchange);
   EXPECT_LT(off.mean.comm, exchange * 1.5);
   EXPECT_GE(off.mean.exposed, exchange) << "without overlap every exchange is exposed";
-  EXPECT_GE(off.mean.compute, emu.forward_seconds * 3);
+  EXPECT_NEAR(off.mean.compute, emu.forward_seconds * 3, 1e-12);
   EXPECT_GE(off.mean.iteration, off.mean.compute + exchange);
   EXPECT_LT(on.mean.exposed, off.mean.exposed - 0.003) << "backward hides some of it";
   EXPECT_GE(on.mean.iteration, on.mean.compute);
   EXPECT_TRUE(on.replicas_agree);
+}
+
+// An emulated model's compute is charged on the virtual clock exactly as
+// declared (forward plus backward_ratio times forward per micro-batch),
+// none of the host's time: the same simulated run twice is the same run.
+// On a wall clock the same compute is slept, so it takes at least as long.
+TEST(Training, EmulatedComputeIsChargedExactlyOnTheSimulatorAndSleptOnAWallClock) {
+  EmulationConfig emu;
+  emu.forward_seconds = 0.003;
+  emu.backward_ratio = 2;
+  emu.param_scale = 0.002;
+  const ModelSource source = testing::emulated_resnet50(emu, 3 * 2 * 2);
+  TrainConfig c;
+  c.batch = 1;
+  c.accumulate = 2;
+  c.max_steps = 2;
+  c.evaluate = false;
+  const TransportOptions network = testing::shaped_links(3, {0.1e9, 10e-6});
+  const double declared = c.accumulate * emu.forward_seconds * (1 + emu.backward_ratio);
+  const TrainResult a = train_data_parallel("ring", options_for(3), c, source, "sim", network);
+  const TrainResult b = train_data_parallel("ring", options_for(3), c, source, "sim", network);
+  EXPECT_NEAR(a.mean.compute, declared, 1e-12);
+  EXPECT_EQ(a.mean.iteration, b.mean.iteration);
+  EXPECT_EQ(a.mean.comm, b.mean.comm);
+  EXPECT_EQ(a.mean.exposed, b.mean.exposed);
+  const TrainResult wall = train_data_parallel("ring", options_for(3), c, source, "inproc", {});
+  EXPECT_GE(wall.mean.compute, declared);
+  EXPECT_TRUE(wall.replicas_agree);
 }
 
 TEST(Training, LearnsTheSyntheticTask) {

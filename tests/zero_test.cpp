@@ -156,7 +156,8 @@ TEST(Zero2, MovesExactlyTheBytesOfTheRingsAllReduce) {
 
 // On the simulator's virtual clock, over 0.05 GB/s links: ZeRO-2's two
 // halves take what the ring's all-reduce takes (same bytes, same links),
-// within 10%, and no less than the bytes need.
+// within 0.1%, and no less than the bytes need. The emulated compute is
+// charged exactly (train/rank_time.h), so the comparison is deterministic.
 TEST(Zero2, ShapedItsCommunicationTakesWhatTheRingsAllReduceTakes) {
   EmulationConfig emu;
   emu.forward_seconds = 0.002;
@@ -177,7 +178,7 @@ TEST(Zero2, ShapedItsCommunicationTakesWhatTheRingsAllReduceTakes) {
   const TrainResult z = train_data_parallel("ring", workers(n), zero2(c), source, "sim", network);
   EXPECT_GE(z.mean.comm, exchange);
   EXPECT_GE(ddp.mean.comm, exchange);
-  EXPECT_NEAR(z.mean.comm / ddp.mean.comm, 1.0, 0.1) << z.mean.comm << " vs " << ddp.mean.comm;
+  EXPECT_NEAR(z.mean.comm / ddp.mean.comm, 1.0, 1e-3) << z.mean.comm << " vs " << ddp.mean.comm;
   EXPECT_TRUE(z.replicas_agree);
 }
 

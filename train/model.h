@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "train/rank_time.h"
+
 namespace gradex {
 
 struct Evaluation {
@@ -48,6 +50,10 @@ class Model {
   // True when compute is emulated (a profiled workload): there is nothing
   // to learn, so the loop skips the optimizer.
   virtual bool emulated() const { return false; }
+  // The compute stretches train_step() runs in, begun just before each
+  // call: an emulated model passes its time there (train/rank_time.h). A
+  // model that computes for real takes the time it takes and ignores it.
+  virtual void pace_with(RankTime& time) { (void)time; }
 };
 
 }  // namespace gradex

@@ -1,9 +1,7 @@
 #include "train/profiled_model.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <thread>
 
 #include "common/errors.h"
 
@@ -32,19 +30,16 @@ void ProfiledModel::init(std::span<float> params, std::uint64_t) const {
 double ProfiledModel::train_step(std::span<const float>, std::span<const std::size_t>,
                                  std::span<float> grads, float, const GradReady& ready,
                                  const std::function<void()>& backward_begins) {
-  using clock = std::chrono::steady_clock;
-  const auto seconds = [](double s) {
-    return std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(s));
-  };
-  // Forward: no gradients, one sleep.
-  std::this_thread::sleep_until(clock::now() + seconds(config_.forward_seconds));
+  RankTime& time = pace_ != nullptr ? *pace_ : own_time_;
+  if (pace_ == nullptr) own_time_.begin();
+  // Forward: no gradients.
+  time.pass_until(config_.forward_seconds);
   if (backward_begins) backward_begins();
   // Backward, last layer first, each layer ending at its own deadline.
-  const auto start = clock::now();
-  double elapsed = 0;
+  double at = config_.forward_seconds;
   for (std::size_t l = params_.size(); l-- > 0;) {
-    elapsed += share_[l] * config_.forward_seconds * config_.backward_ratio;
-    std::this_thread::sleep_until(start + seconds(elapsed));
+    at += share_[l] * config_.forward_seconds * config_.backward_ratio;
+    time.pass_until(at);
     // A recognisable gradient (the layer index) so exchanges move real data.
     const ParamSpan& p = params_[l];
     std::fill_n(grads.begin() + static_cast<std::ptrdiff_t>(p.offset), p.count,

@@ -1,6 +1,7 @@
 // A Model whose compute is emulated: each layer's forward and backward take
-// a share of a given total time proportional to its FLOPs (sleeping until
-// a deadline, so errors do not accumulate), and backward reports each
+// a share of a given total time proportional to its FLOPs (passing until
+// a deadline, so errors do not accumulate: slept on a wall clock, charged
+// exactly on a virtual one, train/rank_time.h), and backward reports each
 // layer's gradient ready in reverse order, exactly as a real model would.
 // Gradients keep their real sizes (optionally scaled down with the link
 // rate, which keeps communication time and saves memory and copies).
@@ -27,12 +28,17 @@ class ProfiledModel final : public Model {
                     const std::function<void()>& backward_begins) override;
   using Model::train_step;
   bool emulated() const override { return true; }
+  void pace_with(RankTime& time) override { pace_ = &time; }
 
  private:
   ModelProfile profile_;
   EmulationConfig config_;
   std::vector<ParamSpan> params_;
   std::vector<double> share_;  // per layer: fraction of the FLOPs
+  // Where the compute passes: the loop's stretches, or without them a
+  // stretch of this model's own on the wall clock, begun by train_step().
+  RankTime* pace_ = nullptr;
+  RankTime own_time_{wall_clock()};
 };
 
 }  // namespace gradex

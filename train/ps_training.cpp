@@ -54,7 +54,11 @@ void run_server(Comm& comm, const PsTrainConfig& ps, const TrainConfig& config,
   RankTime time(comm.clock());
   const ApplyGradient apply = [&](std::span<float> params, std::span<const float> gradient) {
     time.begin();
-    if (!emulated) optimizer->step(params, gradient);
+    if (emulated) {
+      time.pass_until(0);  // no optimizer to run: charged nothing
+    } else {
+      optimizer->step(params, gradient);
+    }
     time.end();
   };
   TrainingServerPlan plan;
@@ -96,6 +100,7 @@ WorkerOutcome run_worker(Comm& comm, const PsTrainConfig& ps, const TrainConfig&
   server.wait(pulls);
   const Traffic before_steps = comm.traffic();
   RankTime time(comm.clock());
+  model->pace_with(time);
   const long total = steps * config.epochs;
   const std::size_t batch_size = static_cast<std::size_t>(config.batch);
   WorkerOutcome out;

@@ -7,6 +7,12 @@
 // sleeps that long in virtual time (as SimGrid's SMPI benchmarks compute and
 // injects it), while the network and the other ranks go on. A fiber is
 // never pre-empted, so the wall time measured is this rank's compute alone.
+//
+// An emulated model (train/profiled_model.h) knows how long its compute
+// takes and says so with pass_until(): on a wall clock the thread sleeps
+// that long; on a virtual clock the stretch is charged exactly that, none
+// of the host's own time (its scheduling noise is not the model's), so a
+// simulated emulated run is the same run every time.
 #pragma once
 
 #include "common/clock.h"
@@ -24,6 +30,9 @@ class RankTime {
   double begin();
   // Seconds the current stretch has computed so far.
   double elapsed() const;
+  // Lets the current stretch last until `seconds` after its start (see
+  // above); later calls must not go back in time.
+  void pass_until(double seconds);
   // Where the current stretch started, on the rank's clock.
   double started() const { return start_; }
   // Ends the stretch and returns its end on the rank's clock: on a virtual
@@ -34,6 +43,7 @@ class RankTime {
   Clock& clock_;
   double start_ = 0;       // on clock_
   double wall_start_ = 0;  // on the wall clock (virtual clocks only)
+  double declared_ = -1;   // pass_until()'s last time; < 0: none this stretch
 };
 
 }  // namespace gradex

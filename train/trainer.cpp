@@ -89,6 +89,7 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
   // Compute's time on this rank's clock (measured and charged on the
   // simulator's virtual clock).
   RankTime time(comm.clock());
+  model.pace_with(time);
   // The Reducer's communication thread is the only user of `comm` until it
   // is destroyed at the end of this function.
   Reducer reducer(comm, exchange, grads, std::move(buckets), model.params(),
@@ -143,7 +144,11 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
       }
       double exposed = sync ? reducer.finish() : 0.0;
       const double t2 = time.begin();
-      if (!model.emulated()) optimizer.step(params, grads);
+      if (model.emulated()) {
+        time.pass_until(0);  // no optimizer to run: charged nothing
+      } else {
+        optimizer.step(params, grads);
+      }
       const double t3 = time.end();
       if (tracing) record("optimizer step", t2, t3);
       // Sharded, each worker stepped its blocks only: gather them all.
