@@ -172,8 +172,8 @@ void refuse_flags_that_do_not_apply(const TrainFlags& f, const CLI::App& cmd) {
   const auto& c = f.w.consistency;
   // PS consistency training replaces the schemes: whole f32 gradients go to
   // servers that run the optimizer; no buckets, hooks or timeline.
-  for (const char* flag : {"--scheme", "--compression", "--bucket-mb", "--no-overlap", "--trace",
-                           "--zero"}) {
+  for (const char* flag : {"--scheme", "--compression", "--bucket-mb", "--first-bucket-mb",
+                           "--no-overlap", "--trace", "--zero"}) {
     if (given(flag) && !c.empty()) {
       throw ConfigError(flag, "does not apply to --consistency (PS training through servers "
                               "that run the optimizer)");
@@ -234,7 +234,10 @@ Command add_train_command(CLI::App& parent) {
   cmd->add_option("-e,--epochs", w.epochs, "epochs");
   cmd->add_option("--max-steps", w.max_steps, "optimizer steps per epoch at most");
   cmd->add_option("--seed", w.seed, "seed of initialisation and shuffling");
-  cmd->add_option("--bucket-mb", w.bucket_mb, "gradient bucket capacity in MiB (DDP: 25)");
+  cmd->add_option("--bucket-mb", w.bucket_mb,
+                  "a bucket closes once it holds this many MiB (DDP's bucket_cap_mb: 25)");
+  cmd->add_option("--first-bucket-mb", w.first_bucket_mb,
+                  "the first bucket's cap, the last layers' (DDP: 1)");
   cmd->add_flag("--no-overlap", f->no_overlap, "exchange buckets only after backward ends");
   cmd->add_option("--compression", w.compression, "gradient compression hook: none, fp16, bf16");
   cmd->add_option("--data-dir", w.data_dir, "folder with the Fashion-MNIST IDX files");

@@ -52,6 +52,7 @@ std::optional<TrainWorkload> parse_workload(const nlohmann::json& value, const s
   w.max_steps = static_cast<long>(r.integer("max_steps", w.max_steps, 1, kMaxInt));
   w.seed = static_cast<std::uint64_t>(r.integer("seed", 1, 0, std::numeric_limits<long long>::max()));
   w.bucket_mb = r.number("bucket_mb", w.bucket_mb, 0, 1 << 20, true);
+  w.first_bucket_mb = r.number("first_bucket_mb", w.first_bucket_mb, 0, 1 << 20, true);
   w.overlap = r.boolean("overlap", w.overlap);
   w.compression = r.string("compression", w.compression);
   w.data_dir = r.string("data_dir", w.data_dir);
@@ -71,7 +72,7 @@ std::optional<TrainWorkload> parse_workload(const nlohmann::json& value, const s
   }
   // PS consistency training pushes whole f32 gradients to servers that run
   // the optimizer: no buckets, hooks or timeline to set.
-  for (const char* key : {"compression", "bucket_mb", "overlap", "trace", "zero"}) {
+  for (const char* key : {"compression", "bucket_mb", "first_bucket_mb", "overlap", "trace", "zero"}) {
     if (!w.consistency.empty() && r.has(key)) {
       throw ConfigError(r.child(key), "does not apply to PS consistency training");
     }

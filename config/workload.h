@@ -16,6 +16,12 @@
 
 namespace gradex {
 
+// torch DDP's bucket caps in MiB (PyTorch 1.13): bucket_cap_mb's default
+// (torch.nn.parallel.DistributedDataParallel) and the first bucket's
+// (c10d's kDefaultFirstBucketBytes, torch.distributed._DEFAULT_FIRST_BUCKET_BYTES).
+inline constexpr double kDdpBucketMb = 25;
+inline constexpr double kDdpFirstBucketMb = 1;
+
 struct TrainWorkload {
   std::string model = "mlp";        // "mlp" or a model profile (train/profiles.h)
   std::string layers = "256-256";   // MLP hidden sizes; "" for a linear model
@@ -27,7 +33,8 @@ struct TrainWorkload {
   int epochs = 1;
   long max_steps = -1;              // optimizer steps per epoch at most; -1: the whole shard
   std::uint64_t seed = 1;
-  double bucket_mb = 25;            // DDP's default bucket capacity
+  double bucket_mb = kDdpBucketMb;  // a bucket closes once it holds this much
+  double first_bucket_mb = kDdpFirstBucketMb;  // the first (last layers') bucket's
   bool overlap = true;
   std::string compression = "none";
   std::string data_dir;             // empty: the installed Fashion-MNIST

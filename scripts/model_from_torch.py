@@ -6,7 +6,8 @@ order, each with its element count and the forward FLOPs per sample of the
 module it belongs to (given to the module's first tensor; a bias gets 0):
 what `gradex train --profile FILE` and a training scenario's
 "model": "FILE" emulate, bucket and exchange as they do the built-in
-profiles. FLOPs are counted with forward hooks on one sample: convolutions
+profiles. "ddp_buckets" records torch DDP's own bucket assignment of the
+tensors, which gradex's must equal. FLOPs are counted with forward hooks on one sample: convolutions
 and linear layers 2 x multiply-adds, every other module with parameters 2
 per output element (right for normalisations; a lower bound for modules
 whose work is not elementwise, such as attention's fused projections).
@@ -72,7 +73,24 @@ def describe(name, shape):
             "input": "one " + "x".join(map(str, shape)) + " sample",
             "source": f"scripts/model_from_torch.py {name} (torch {torch.__version__}, "
                       f"torchvision {torchvision.__version__})",
+            "ddp_buckets": ddp_buckets([p for _, p in model.named_parameters()]),
             "layers": layers}
+
+
+def ddp_buckets(params):
+    """torch DDP's buckets at its defaults, as its Reducer rebuilds them once
+    backward has run: tensor indices in gradient-ready order (here the
+    reverse of registration, as gradex emulates backward), the first
+    bucket capped at 1 MiB and the rest at bucket_cap_mb = 25 MiB. Computed
+    by torch's own function, for gradex's make_buckets to be checked against."""
+    import torch.distributed as dist
+    if not dist.is_available():
+        fail("this torch has no torch.distributed to assign DDP's buckets")
+    order = list(range(len(params)))[::-1]
+    buckets, _ = dist._compute_bucket_assignment_by_size(
+        [params[i] for i in order], [dist._DEFAULT_FIRST_BUCKET_BYTES, 25 * 1024 * 1024],
+        [False] * len(params), order)
+    return [list(b) for b in buckets]
 
 
 def main():
@@ -92,9 +110,10 @@ def main():
         fail(f"{e} (install Debian's python3-torch and python3-torchvision)")
     doc = describe(args.model, shape)
     # One tensor per line: a file a reader can scan and diff.
-    head = {k: v for k, v in doc.items() if k != "layers"}
-    text = json.dumps(head, indent=1)[:-2] + ',\n "layers": [\n' + ",\n".join(
-        "  " + json.dumps(l) for l in doc["layers"]) + "\n ]\n}\n"
+    head = {k: v for k, v in doc.items() if k not in ("ddp_buckets", "layers")}
+    text = (json.dumps(head, indent=1)[:-2] + ',\n "ddp_buckets": [\n' + ",\n".join(
+        "  " + json.dumps(b) for b in doc["ddp_buckets"]) + '\n ],\n "layers": [\n' +
+        ",\n".join("  " + json.dumps(l) for l in doc["layers"]) + "\n ]\n}\n")
     try:
         with open(args.output, "w") as f:
             f.write(text)

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -14,7 +16,10 @@
 #include "process_fixture.h"
 #include "schemes/registry.h"
 #include "train/model_file.h"
+#include "train/profiled_model.h"
 #include "train/profiles.h"
+#include "train/reducer.h"
+#include "train/trainer.h"
 
 namespace gradex {
 namespace {
@@ -37,6 +42,21 @@ TEST(ModelFile, ResNet50HasTorchvisionsTensorsAndTheProfilesParameters) {
   EXPECT_LT(m.forward_flops(), 8.4e9);
 }
 
+// gradex fills DDP's buckets as torch does: the committed file's
+// "ddp_buckets" is torch's own assignment (scripts/model_from_torch.py
+// calls torch's function), at torch's caps of 1 MiB first and 25 MiB after.
+TEST(ModelFile, BucketsEqualTorchDdpsOwnAssignment) {
+  const nlohmann::json doc = nlohmann::json::parse(std::ifstream(kResnet50));
+  const auto torch_buckets = doc.at("ddp_buckets").get<std::vector<std::vector<std::size_t>>>();
+  ASSERT_GT(torch_buckets.size(), 2u);
+  const ProfiledModel model(model_profile(kResnet50), EmulationConfig{});
+  const TrainConfig defaults;
+  const std::vector<Bucket> ours =
+      make_buckets(model.params(), defaults.bucket_bytes, defaults.first_bucket_bytes);
+  ASSERT_EQ(ours.size(), torch_buckets.size());
+  for (std::size_t b = 0; b < ours.size(); ++b) EXPECT_EQ(ours[b].params, torch_buckets[b]) << b;
+}
+
 class ModelFileErrors : public gradex::testing::ProcessTest {};
 
 TEST_F(ModelFileErrors, NameTheFileAndTheValue) {
@@ -56,6 +76,10 @@ TEST_F(ModelFileErrors, NameTheFileAndTheValue) {
        "no tensor has forward_flops"},
       {R"({"name": "m", "layers": [{"name": "a", "params": 2, "forward_flops": 1}], "x": 1})",
        "#/x"},
+      {R"({"name": "m", "ddp_buckets": [[0], [0]], "layers": [{"name": "a", "params": 2, "forward_flops": 1}]})",
+       "#/ddp_buckets/1/0"},
+      {R"({"name": "m", "ddp_buckets": [], "layers": [{"name": "a", "params": 2, "forward_flops": 1}]})",
+       "1 tensors in no bucket"},
   };
   for (const auto& [text, want] : cases) {
     const std::string path = write("m.json", text).string();

@@ -23,7 +23,8 @@ inline TrainConfig tiny_config(const std::string& optimizer = "sgd") {
   c.batch = 5;
   c.epochs = 2;
   c.max_steps = 4;
-  c.bucket_bytes = 300;  // several buckets
+  c.bucket_bytes = 100;  // three buckets
+  c.first_bucket_bytes = c.bucket_bytes;
   c.evaluate = false;
   return c;
 }

@@ -165,6 +165,7 @@ TEST_F(TrainCli, FlagsThatDoNotApplyAreRefused) {
            {"--consistency bsp -s ring", "--scheme: does not apply to --consistency"},
            {"--consistency bsp --trace t.json", "--trace: does not apply to --consistency"},
            {"--consistency bsp --zero", "--zero: does not apply to --consistency"},
+           {"--consistency bsp --first-bucket-mb 2", "--first-bucket-mb: does not apply to --consistency"},
            {"-s ring -s tree --zero", "--zero: ZeRO-2 needs a scheme that provides reduce_scatter "
                                        "and all_gather; 'tree' provides no reduce_scatter and all_gather"},
            {"--zero --compression fp16", "--compression: does not apply with ZeRO-2"},
@@ -179,7 +180,7 @@ TEST_F(TrainCli, FlagsThatDoNotApplyAreRefused) {
 TEST_F(TrainCli, ProfiledWorkloadWritesATimelineWithBucketSpans) {
   const fs::path trace = dir_ / "trace.json";
   const Outcome o = run("train --profile resnet50 --fwd-ms 2 --param-scale 0.001 -w 2 "
-                        "--bucket-mb 0.02 --max-steps 3 --trace " + trace.string() +
+                        "--bucket-mb 0.02 --first-bucket-mb 0.02 --max-steps 3 --trace " + trace.string() +
                         " --trace-steps 2");
   ASSERT_EQ(o.code, 0) << o.output();
   EXPECT_NE(o.output().find("ring no-overlap"), std::string::npos) << o.output();

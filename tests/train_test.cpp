@@ -211,18 +211,33 @@ TEST(Optimizer, AdamAndSgdMinimiseAQuadratic) {
   EXPECT_THROW(make_optimizer(bad, 1), ConfigError);
 }
 
-TEST(Buckets, ReverseOrderContiguousAndCapped) {
-  const std::vector<ParamSpan> params = {
-      {"W0", 0, 100}, {"b0", 100, 10}, {"W1", 110, 50}, {"b1", 160, 5}};
-  const auto buckets = make_buckets(params, 60 * sizeof(float));
+// torch 1.13's own assignment of these tensors (element counts 100, 10,
+// 50, 5, 30, 70, 1) in reverse order, the first bucket capped at 80 B and
+// the rest at 240 B: torch.distributed._compute_bucket_assignment_by_size
+// (the function DDP's bucket rebuild calls) returns [[6, 5], [4, 3, 2], [1, 0]].
+TEST(Buckets, AsTorchDdpBuildsThem) {
+  std::vector<ParamSpan> params;
+  std::size_t offset = 0;
+  for (std::size_t n : {100, 10, 50, 5, 30, 70, 1}) {
+    params.push_back({"p" + std::to_string(params.size()), offset, n});
+    offset += n;
+  }
+  const auto buckets = make_buckets(params, 240, 80);
   ASSERT_EQ(buckets.size(), 3u);
-  EXPECT_EQ(buckets[0].params, (std::vector<std::size_t>{3, 2}));
-  EXPECT_EQ(buckets[0].offset, 110u);
-  EXPECT_EQ(buckets[0].count, 55u);
-  EXPECT_EQ(buckets[1].params, (std::vector<std::size_t>{1}));
-  EXPECT_EQ(buckets[2].params, (std::vector<std::size_t>{0}));  // larger than the cap: alone
+  EXPECT_EQ(buckets[0].params, (std::vector<std::size_t>{6, 5}));
+  EXPECT_EQ(buckets[1].params, (std::vector<std::size_t>{4, 3, 2}));
+  EXPECT_EQ(buckets[2].params, (std::vector<std::size_t>{1, 0}));
+  // Contiguous ranges of the flat gradient, the last layers' first; a
+  // bucket closes past its cap (340 B, 440 B) rather than split a tensor.
+  EXPECT_EQ(buckets[0].offset, 195u);
+  EXPECT_EQ(buckets[0].count, 71u);
+  EXPECT_EQ(buckets[1].offset, 110u);
+  EXPECT_EQ(buckets[1].count, 85u);
   EXPECT_EQ(buckets[2].offset, 0u);
-  EXPECT_EQ(make_buckets(params, std::size_t{25} << 20).size(), 1u);
+  EXPECT_EQ(buckets[2].count, 110u);
+  EXPECT_EQ(make_buckets(params, std::size_t{25} << 20, std::size_t{1} << 20).size(), 1u);
+  // Each tensor a bucket when every cap is a byte.
+  EXPECT_EQ(make_buckets(params, 1, 1).size(), params.size());
 }
 
 // An exchange that only reports that it started: proves a bucket is sent as
@@ -254,8 +269,8 @@ TEST(Reducer, LaunchesABucketBeforeBackwardEnds) {
   InprocWorld world(1);
   SignallingExchange exchange;
   std::vector<float> grads(15, 1.0f);
-  Reducer reducer(world.comm(0), exchange, grads, make_buckets(params, 5 * sizeof(float)), params,
-                  {});
+  Reducer reducer(world.comm(0), exchange, grads,
+                  make_buckets(params, 2 * sizeof(float), 5 * sizeof(float)), params, {});
   ASSERT_EQ(reducer.buckets().size(), 3u);  // {b1, W1}, {b0}, {W0}
   auto first = exchange.first();
   reducer.prepare();
@@ -416,6 +431,7 @@ TEST(Training, OnTheSimulatorOverlapHidesExchangesBehindBackward) {
   c.batch = 1;
   c.max_steps = 3;
   c.bucket_bytes = 128 << 10;
+  c.first_bucket_bytes = c.bucket_bytes;
   c.evaluate = false;
   SchemeOptions ring;
   ring.workers = 3;
@@ -636,6 +652,7 @@ TEST(Profiles, EmulatedModelReportsLayersLastFirstAndTrainsThroughTheLoop) {
   TrainConfig c;
   c.batch = 2;
   c.bucket_bytes = 1000;
+  c.first_bucket_bytes = c.bucket_bytes;
   for (bool overlap : {false, true}) {
     c.overlap = overlap;
     const TrainResult r = train_data_parallel("ring", options_for(3), c, source);

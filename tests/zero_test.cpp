@@ -41,7 +41,7 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 
 std::vector<Bucket> tiny_buckets(const TrainConfig& c) {
   const Mlp probe(c.layers, tiny_data());
-  return make_buckets(probe.params(), c.bucket_bytes);
+  return make_buckets(probe.params(), c.bucket_bytes, c.first_bucket_bytes);
 }
 
 // The registered schemes that can shard: those that provide both halves.
@@ -168,6 +168,7 @@ TEST(Zero2, ShapedItsCommunicationTakesWhatTheRingsAllReduceTakes) {
   c.batch = 1;
   c.max_steps = 2;
   c.bucket_bytes = 128 << 10;
+  c.first_bucket_bytes = c.bucket_bytes;
   c.evaluate = false;
   c.overlap = false;
   const LinkSpec link{0.05e9, 10e-6};

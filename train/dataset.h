@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "train/fashion_mnist.h"
+
 namespace gradex {
 
 struct Dataset {
@@ -26,12 +28,6 @@ struct Dataset {
   // The first n samples (tests and quick runs).
   Dataset head(std::size_t n) const;
 };
-
-// Where Debian's dataset-fashion-mnist package installs the IDX files.
-inline const std::filesystem::path kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
-// Its shape: 28 x 28 pixels, 10 classes.
-inline constexpr int kFashionMnistFeatures = 28 * 28;
-inline constexpr int kFashionMnistClasses = 10;
 
 // Loads the "train" or "t10k" split from `dir` (files "<split>-images-idx3-ubyte[.gz]"
 // and "<split>-labels-idx1-ubyte[.gz]"). Throws DataError if a file is

@@ -11,6 +11,34 @@ namespace {
 constexpr long long kMaxLayers = 1'000'000;
 constexpr long long kMaxParams = 1LL << 50;
 constexpr double kMaxFlops = 1e21;
+
+// "ddp_buckets" (optional): torch's own bucket assignment, for a reader to
+// check gradex's against; each tensor in exactly one bucket.
+void check_ddp_buckets(const nlohmann::json* buckets, std::size_t tensors) {
+  if (buckets == nullptr) return;
+  if (!buckets->is_array()) throw ConfigError("/ddp_buckets", "expected a list of buckets");
+  std::vector<bool> seen(tensors, false);
+  std::size_t placed = 0;
+  for (std::size_t b = 0; b < buckets->size(); ++b) {
+    const nlohmann::json& bucket = (*buckets)[b];
+    const std::string at = "/ddp_buckets/" + std::to_string(b);
+    if (!bucket.is_array() || bucket.empty()) throw ConfigError(at, "expected tensor indices");
+    for (std::size_t k = 0; k < bucket.size(); ++k) {
+      const nlohmann::json& i = bucket[k];
+      if (!i.is_number_unsigned() || i.get<std::uint64_t>() >= tensors ||
+          seen[i.get<std::size_t>()]) {
+        throw ConfigError(at + "/" + std::to_string(k),
+                          "expected a tensor index below " + std::to_string(tensors) +
+                              " that no other bucket holds");
+      }
+      seen[i.get<std::size_t>()] = true;
+      ++placed;
+    }
+  }
+  if (placed != tensors) {
+    throw ConfigError("/ddp_buckets", std::to_string(tensors - placed) + " tensors in no bucket");
+  }
+}
 }  // namespace
 
 bool is_model_file(const std::string& model) {
@@ -51,6 +79,7 @@ ModelProfile read_model_file(const std::string& path) {
       m.layers.push_back(std::move(l));
     }
     if (!(flops > 0)) throw ConfigError("/layers", "no tensor has forward_flops: nothing to emulate");
+    check_ddp_buckets(root.find("ddp_buckets"), m.layers.size());
     root.reject_unknown();
     return m;
   } catch (const ConfigError& e) {

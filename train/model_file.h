@@ -6,8 +6,13 @@
 // bucketed and exchanged the same way, one layer per tensor.
 //
 //   {"name": "resnet50", "input": "one 3x224x224 sample", "source": "...",
+//    "ddp_buckets": [[160, 159], [158, ...], ...],
 //    "layers": [{"name": "conv1.weight", "params": 9408,
 //                "forward_flops": 236027904}, ...]}
+//
+// "ddp_buckets" (optional) is torch DDP's own bucket assignment of the
+// tensors at its default caps, which the script asks torch for: the reader
+// checks its form and the tests check gradex's buckets against it.
 #pragma once
 
 #include <string>

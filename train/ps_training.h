@@ -20,7 +20,6 @@
 
 #include "ps/consistency.h"
 #include "ps/training_server.h"
-#include "train/dataset.h"
 #include "train/trainer.h"
 
 namespace gradex {

@@ -6,21 +6,22 @@
 
 namespace gradex {
 
-std::vector<Bucket> make_buckets(const std::vector<ParamSpan>& params, std::size_t cap_bytes) {
+std::vector<Bucket> make_buckets(const std::vector<ParamSpan>& params, std::size_t cap_bytes,
+                                 std::size_t first_cap_bytes) {
   std::vector<Bucket> out;
-  const std::size_t cap = std::max<std::size_t>(cap_bytes / sizeof(float), 1);
+  bool open = false;
   for (std::size_t i = params.size(); i-- > 0;) {
     const ParamSpan& p = params[i];
     // Reverse order over a forward layout: each new parameter sits just
     // below the current bucket, so buckets stay contiguous.
-    if (out.empty() || out.back().count + p.count > cap) {
-      out.push_back({p.offset + p.count, 0, {}});
-    }
+    if (!open) out.push_back({p.offset + p.count, 0, {}});
     Bucket& b = out.back();
     GRADEX_ENFORCE_EQ(p.offset + p.count, b.offset, "parameters must be laid out contiguously");
     b.offset = p.offset;
     b.count += p.count;
     b.params.push_back(i);
+    const std::size_t cap = out.size() == 1 ? first_cap_bytes : cap_bytes;
+    open = b.count * sizeof(float) < cap;
   }
   return out;
 }

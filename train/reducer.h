@@ -45,9 +45,15 @@ struct Bucket {
   std::vector<std::size_t> params;  // parameter indices, in readiness order
 };
 
-// Fills buckets of at most `cap_bytes` (at least one parameter each) with
-// the parameters in reverse order.
-std::vector<Bucket> make_buckets(const std::vector<ParamSpan>& params, std::size_t cap_bytes);
+// Buckets as torch DDP builds them once it has seen the gradients' ready
+// order (Reducer::rebuild_buckets, PyTorch 1.13), here the parameters'
+// reverse order: each parameter joins the open bucket, and the bucket
+// closes once it holds at least its cap, `first_cap_bytes` for the first
+// (the last layers', exchanged first, so that backward's first gradients
+// leave early) and `cap_bytes` for every later one. A bucket can thus
+// exceed its cap by its last parameter; a parameter is never split.
+std::vector<Bucket> make_buckets(const std::vector<ParamSpan>& params, std::size_t cap_bytes,
+                                 std::size_t first_cap_bytes);
 
 struct ReducerOptions {
   Compression compression = Compression::none;

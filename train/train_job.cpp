@@ -82,6 +82,7 @@ void check_train_workload(const TrainWorkload& w, const FieldNamer& field) {
                                      "run the optimizer)");
   }
   if (!(w.bucket_mb > 0)) throw ConfigError(field("bucket_mb"), "must be positive");
+  if (!(w.first_bucket_mb > 0)) throw ConfigError(field("first_bucket_mb"), "must be positive");
   for (const std::string& c : w.consistency) parse_consistency(c, field("consistency"));
   if (!w.consistency.empty() && w.no_sync_baseline) {
     throw ConfigError(field("no_sync_baseline"),
@@ -134,6 +135,7 @@ TrainJob::TrainJob(TrainWorkload workload, const FieldNamer& field)
   c.max_steps = w.max_steps;
   c.seed = w.seed;
   c.bucket_bytes = static_cast<std::size_t>(w.bucket_mb * 1024 * 1024);
+  c.first_bucket_bytes = static_cast<std::size_t>(w.first_bucket_mb * 1024 * 1024);
   c.overlap = w.overlap;
   c.compression = parse_compression(w.compression, field("compression"));
   c.trace_steps = w.trace.empty() ? 0 : w.trace_steps;
@@ -230,6 +232,7 @@ nlohmann::json TrainJob::config_json() const {
                       {"max_steps", c.max_steps},
                       {"seed", c.seed},
                       {"bucket_bytes", c.bucket_bytes},
+                      {"first_bucket_bytes", c.first_bucket_bytes},
                       {"overlap", c.overlap},
                       {"compression", compression_name(c.compression)},
                       {"zero", c.zero}};

@@ -17,7 +17,6 @@
 #include "common/topology.h"
 #include "transport/options.h"
 #include "config/workload.h"
-#include "train/dataset.h"
 #include "train/profiled_model.h"
 #include "train/ps_training.h"
 #include "train/trainer.h"

@@ -8,6 +8,8 @@
 #include "common/straggler.h"
 #include "common/errors.h"
 #include "schemes/registry.h"
+#include "train/dataset.h"
+#include "train/mlp.h"
 #include "train/param_buffer.h"
 #include "train/reducer.h"
 #include "train/sharded_optimizer.h"
@@ -81,7 +83,7 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
   model.init(params, config.seed + static_cast<std::uint64_t>(rank) * 7919);
   const bool sync = config.synchronise;
   const bool sharded = sync && config.zero == 2;
-  std::vector<Bucket> buckets = make_buckets(model.params(), config.bucket_bytes);
+  std::vector<Bucket> buckets = make_buckets(model.params(), config.bucket_bytes, config.first_bucket_bytes);
   // The gradients this worker keeps reduced and the parameters it steps.
   const std::vector<ParamRange> kept =
       sharded ? zero_shard(buckets, rank, workers) : std::vector<ParamRange>{{0, param_count}};
@@ -267,7 +269,7 @@ TrainResult train_rank(Comm& comm, GradientExchange& exchange, const TrainConfig
   {
     const auto probe = source.make_model();
     result.param_count = probe->param_count();
-    const std::vector<Bucket> buckets = make_buckets(probe->params(), config.bucket_bytes);
+    const std::vector<Bucket> buckets = make_buckets(probe->params(), config.bucket_bytes, config.first_bucket_bytes);
     step_calls = step_exchanges(buckets, config);
     result.buckets = buckets.size();
   }

@@ -20,13 +20,16 @@
 
 #include "transport/inproc/world.h"
 #include "common/scheme.h"
-#include "train/dataset.h"
+#include "config/workload.h"
+#include "train/fashion_mnist.h"
 #include "train/gradient_exchange.h"
-#include "train/mlp.h"
+#include "train/model.h"
 #include "train/optimizer.h"
 #include "train/trace.h"
 
 namespace gradex {
+
+struct Dataset;  // train/dataset.h
 
 struct TrainConfig {
   // input, hidden..., classes
@@ -37,7 +40,9 @@ struct TrainConfig {
   int epochs = 1;
   long max_steps = -1;  // optimizer steps per epoch at most (-1: the whole shard)
   std::uint64_t seed = 1;
-  std::size_t bucket_bytes = std::size_t{25} << 20;  // DDP's default
+  // Buckets as torch DDP fills them (train/reducer.h: make_buckets).
+  std::size_t bucket_bytes = static_cast<std::size_t>(kDdpBucketMb * (1 << 20));
+  std::size_t first_bucket_bytes = static_cast<std::size_t>(kDdpFirstBucketMb * (1 << 20));
   bool overlap = true;
   Compression compression = Compression::none;
   bool evaluate = true;  // worker 0 measures the test set after each epoch
