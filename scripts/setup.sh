@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-matplotlib
+  python3-torch python3-torchvision  # scripts/model_from_torch.py, DDP's buckets
   libboost-context-dev
   libboost-dev libboost-system-dev libzmq3-dev cppzmq-dev libssl-dev
   libeigen3-dev libopenblas-dev zlib1g-dev dataset-fashion-mnist
