@@ -1,6 +1,8 @@
 #include "allreduce/hierarchical.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,78 @@ constexpr std::string_view kInnerSchemes[] = {"ring", "tree", "halving_doubling"
 constexpr Tag kReduceScatterTag = 0;
 constexpr Tag kAllGatherTag = 1;
 constexpr Tag kBroadcastTag = 2;  // on the whole group, apart from the sub-groups' tags
+
+std::vector<int> node_members(int node, int g) {
+  std::vector<int> ranks;
+  for (int l = 0; l < g; ++l) ranks.push_back(node * g + l);
+  return ranks;
+}
+
+std::vector<int> peer_members(int local, int g, int m) {
+  std::vector<int> ranks;
+  for (int k = 0; k < m; ++k) ranks.push_back(k * g + local);
+  return ranks;
+}
+
+// Rank r = node * G + local. Node k's ranks form one sub-group (tag space
+// k); the ranks with the same local index l, one per node, form another
+// (tag space nodes + l), so no two concurrent sub-groups share tags.
+struct Levels {
+  Levels(Comm& comm, int g, int m)
+      : node(comm.rank() / g),
+        local(comm.rank() % g),
+        intra(comm, node_members(node, g), static_cast<std::uint32_t>(node)),
+        inter(comm, peer_members(local, g, m), static_cast<std::uint32_t>(m + local)) {}
+  int node;
+  int local;
+  SubComm intra;  // this rank's node
+  SubComm inter;  // its peers: the same local index on every node
+};
+
+// Rank (node k, local l) owns block kG + l of the n = mG blocks, so local
+// rank l's blocks, one per node, lie G blocks apart in the caller's buffer.
+// Grouped by local index (blocks l, G + l, 2G + l, ... as group l) each
+// local rank's blocks are one contiguous range, and the splits line up:
+// BlockSplit gives the first count % n blocks one element more, which are
+// the first blocks of each group, so splitting the grouped buffer in G
+// and each group in m cuts exactly along the original blocks. `to_groups`
+// copies the caller's order into groups; false copies back.
+void regroup(Tensor caller, Tensor grouped, int g, int m, bool to_groups) {
+  if (caller.phantom() || g == 1 || m == 1) return;  // nothing moves
+  const std::size_t elem = dtype_size(caller.dtype);
+  const BlockSplit blocks{caller.count, static_cast<std::size_t>(g * m)};
+  auto* mixed = static_cast<std::byte*>(caller.data);
+  auto* groups = static_cast<std::byte*>(grouped.data);
+  std::size_t at = 0;
+  for (int l = 0; l < g; ++l) {
+    for (int k = 0; k < m; ++k) {
+      const auto b = static_cast<std::size_t>(k * g + l);
+      std::byte* original = mixed + blocks.offset(b) * elem;
+      const std::size_t bytes = blocks.size(b) * elem;
+      if (to_groups) {
+        std::memcpy(groups + at, original, bytes);
+      } else {
+        std::memcpy(original, groups + at, bytes);
+      }
+      at += bytes;
+    }
+  }
+}
+
+// Where the grouped copy lives: a scratch buffer, or the caller's own
+// when grouping moves nothing (one rank per node, or one node).
+struct Grouped {
+  Grouped(Tensor caller, int g, int m) {
+    if (caller.phantom() || g == 1 || m == 1) {
+      view = caller;
+      return;
+    }
+    scratch.resize(caller.bytes());
+    view = Tensor{scratch.data(), caller.count, caller.dtype};
+  }
+  std::vector<std::byte> scratch;
+  Tensor view;
+};
 
 }  // namespace
 
@@ -48,33 +122,77 @@ HierarchicalScheme::HierarchicalScheme(SchemeOptions options, const SchemeFactor
   GRADEX_ENFORCE(inner_ != nullptr, "no scheme built for '", name, "'");
 }
 
-// Rank r = node * G + local. Node k's ranks form one sub-group (tag space
-// k); the ranks with the same local index l, one per node, form another
-// (tag space nodes + l), so no two concurrent sub-groups share tags.
 void HierarchicalScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
   GRADEX_ENFORCE_EQ(comm.size(), workers(), "hierarchical runs on the workers only");
   const int g = options().ranks_per_node;
-  const int m = nodes();
-  const int node = comm.rank() / g;
-  const int local = comm.rank() % g;
   const std::size_t seg = options().segment_bytes;
   const ReduceOp combine = combining_op(op);
-
-  std::vector<int> node_ranks, peer_ranks;
-  for (int i = 0; i < g; ++i) node_ranks.push_back(node * g + i);
-  for (int k = 0; k < m; ++k) peer_ranks.push_back(k * g + local);
-  SubComm intra(comm, node_ranks, static_cast<std::uint32_t>(node));
-  SubComm inter(comm, peer_ranks, static_cast<std::uint32_t>(m + local));
+  Levels at(comm, g, nodes());
 
   // 1. block `local` of G, summed over this node (no-op when G == 1).
-  ring_reduce_scatter(intra, data, combine, seg, kReduceScatterTag);
+  ring_reduce_scatter(at.intra, data, combine, seg, kReduceScatterTag);
   // 2. the same block summed over all nodes (no-op when there is one node).
   //    avg combines as a sum here and is divided once, below, by n.
   const BlockSplit blocks{data.count, static_cast<std::size_t>(g)};
-  inner_->allreduce(inter, data.slice(blocks.offset(local), blocks.size(local)), combine);
+  inner_->allreduce(at.inter, data.slice(blocks.offset(at.local), blocks.size(at.local)), combine);
   // 3. every block to every rank of the node.
-  ring_all_gather(intra, data, seg, kAllGatherTag);
+  ring_all_gather(at.intra, data, seg, kAllGatherTag);
   finish_reduce(data, op, comm.size());
+}
+
+// The all-reduce's first two phases on the grouped buffer: inside the node
+// group `local` is summed over the node (ring), then the inner scheme
+// reduce-scatters it across the nodes, leaving node k's part, which is
+// this rank's block kG + l of the caller's buffer.
+void HierarchicalScheme::reduce_scatter(Comm& comm, Tensor data, ReduceOp op) {
+  GRADEX_ENFORCE_EQ(comm.size(), workers(), "hierarchical runs on the workers only");
+  GRADEX_ENFORCE(provides(Collective::reduce_scatter), "no reduce-scatter over this inter-node algorithm");
+  const int g = options().ranks_per_node;
+  const int m = nodes();
+  const ReduceOp combine = combining_op(op);
+  Levels at(comm, g, m);
+  Grouped grouped(data, g, m);
+  regroup(data, grouped.view, g, m, /*to_groups=*/true);
+  ring_reduce_scatter(at.intra, grouped.view, combine, options().segment_bytes, kReduceScatterTag);
+  const BlockSplit groups{data.count, static_cast<std::size_t>(g)};
+  const Tensor group = grouped.view.slice(groups.offset(at.local), groups.size(at.local));
+  inner_->reduce_scatter(at.inter, group, combine);
+  const BlockSplit within{group.count, static_cast<std::size_t>(m)};
+  const BlockSplit blocks{data.count, static_cast<std::size_t>(comm.size())};
+  const auto node = static_cast<std::size_t>(at.node);
+  const auto mine = static_cast<std::size_t>(comm.rank());
+  const Tensor block = data.slice(blocks.offset(mine), blocks.size(mine));
+  GRADEX_ENFORCE_EQ(within.size(node), block.count, "group ", at.local, " split off the blocks");
+  if (grouped.view.data != data.data && !data.phantom()) {
+    std::memcpy(block.data, group.slice(within.offset(node), within.size(node)).data, block.bytes());
+  }
+  finish_reduce(block, op, comm.size());
+}
+
+// The reduce-scatter backwards: the inner scheme gathers group `local`
+// across the nodes, the node's ring spreads the G groups, and the grouped
+// buffer goes back to the caller's order.
+void HierarchicalScheme::all_gather(Comm& comm, Tensor data) {
+  GRADEX_ENFORCE_EQ(comm.size(), workers(), "hierarchical runs on the workers only");
+  GRADEX_ENFORCE(provides(Collective::all_gather), "no all-gather over this inter-node algorithm");
+  const int g = options().ranks_per_node;
+  const int m = nodes();
+  Levels at(comm, g, m);
+  Grouped grouped(data, g, m);
+  const BlockSplit groups{data.count, static_cast<std::size_t>(g)};
+  const Tensor group = grouped.view.slice(groups.offset(at.local), groups.size(at.local));
+  const BlockSplit within{group.count, static_cast<std::size_t>(m)};
+  const BlockSplit blocks{data.count, static_cast<std::size_t>(comm.size())};
+  const auto node = static_cast<std::size_t>(at.node);
+  const auto mine = static_cast<std::size_t>(comm.rank());
+  const Tensor block = data.slice(blocks.offset(mine), blocks.size(mine));
+  GRADEX_ENFORCE_EQ(within.size(node), block.count, "group ", at.local, " split off the blocks");
+  if (grouped.view.data != data.data && !data.phantom()) {
+    std::memcpy(group.slice(within.offset(node), within.size(node)).data, block.data, block.bytes());
+  }
+  inner_->all_gather(at.inter, group);
+  ring_all_gather(at.intra, grouped.view, options().segment_bytes, kAllGatherTag);
+  regroup(data, grouped.view, g, m, /*to_groups=*/false);
 }
 
 Traffic HierarchicalScheme::expected_traffic(int endpoint, std::size_t count, DType dtype) const {
@@ -89,26 +207,40 @@ Traffic HierarchicalScheme::expected_traffic(int endpoint, std::size_t count, DT
   return t;
 }
 
-double HierarchicalScheme::model_time(std::size_t bytes, const Topology& topology) const {
-  const int g = options().ranks_per_node;
-  const int m = nodes();
-  double intra = 0;  // the slowest node's ring phase
-  for (int k = 0; k < m; ++k) {
-    std::vector<int> members;
-    for (int l = 0; l < g; ++l) members.push_back(k * g + l);
-    intra = std::max(intra, ring_phase_model_time(topology, members, static_cast<double>(bytes)));
+double HierarchicalScheme::slowest_node_ring_phase(std::size_t bytes,
+                                                   const Topology& topology) const {
+  double slowest = 0;
+  for (int k = 0; k < nodes(); ++k) {
+    slowest = std::max(slowest, ring_phase_model_time(topology, node_members(k, options().ranks_per_node),
+                                                      static_cast<double>(bytes)));
   }
-  // The inner scheme sees one endpoint per node over the inter-node links.
-  Topology between = Topology::grouped(m, 1, 0, topology.intra, topology.inter);
+  return slowest;
+}
+
+// The inner scheme sees one endpoint per node over the inter-node links;
+// with one NIC per node the G concurrent inner collectives share it.
+Topology HierarchicalScheme::between_nodes(const Topology& topology) const {
+  const int g = options().ranks_per_node;
+  Topology between = Topology::grouped(nodes(), 1, 0, topology.intra, topology.inter);
   if (topology.nic_per_node && !between.inter.unlimited()) between.inter.bytes_per_second /= g;
-  const std::size_t block = bytes / static_cast<std::size_t>(g);
-  return 2 * intra + (m > 1 ? inner_->model_time(block, between) : 0.0);
+  return between;
+}
+
+double HierarchicalScheme::model_time(std::size_t bytes, const Topology& topology) const {
+  const std::size_t block = bytes / static_cast<std::size_t>(options().ranks_per_node);
+  return 2 * slowest_node_ring_phase(bytes, topology) +
+         (nodes() > 1 ? inner_->model_time(block, between_nodes(topology)) : 0.0);
 }
 
 bool HierarchicalScheme::provides(Collective c) const {
   const std::string& inter = options().inter_algorithm;
-  return c == Collective::all_reduce ||
-         (c == Collective::broadcast && (inter == "ring" || inter == "tree"));
+  switch (c) {
+    case Collective::all_reduce: return true;
+    case Collective::reduce_scatter:
+    case Collective::all_gather: return inner_->provides(c);
+    case Collective::broadcast: return inter == "ring" || inter == "tree";
+  }
+  return false;
 }
 
 // A leader sends each segment to its node's next rank first (the fast
@@ -143,22 +275,44 @@ void HierarchicalScheme::broadcast(Comm& comm, Tensor data) {
 
 Traffic HierarchicalScheme::collective_traffic(Collective c, int endpoint, std::size_t count,
                                                DType dtype) const {
-  if (c != Collective::broadcast || !provides(c)) {
+  if (c == Collective::all_reduce || !provides(c)) {
     return Scheme::collective_traffic(c, endpoint, count, dtype);
   }
-  if (workers() == 1) return {};
-  return pipelined_broadcast_traffic(broadcast_links(endpoint), count, dtype,
-                                     options().segment_bytes);
+  if (c == Collective::broadcast) {
+    if (workers() == 1) return {};
+    return pipelined_broadcast_traffic(broadcast_links(endpoint), count, dtype,
+                                       options().segment_bytes);
+  }
+  // A ring phase inside the node on the whole buffer, the inner scheme's
+  // collective across the nodes on this rank's group.
+  const int g = options().ranks_per_node;
+  const int local = endpoint % g;
+  const std::size_t seg = options().segment_bytes;
+  const BlockSplit groups{count, static_cast<std::size_t>(g)};
+  Traffic t = c == Collective::reduce_scatter
+                  ? ring_reduce_scatter_traffic(local, g, count, dtype, seg)
+                  : ring_all_gather_traffic(local, g, count, dtype, seg);
+  t += inner_->collective_traffic(c, endpoint / g, groups.size(static_cast<std::size_t>(local)),
+                                  dtype);
+  return t;
 }
 
 double HierarchicalScheme::collective_model_time(Collective c, std::size_t bytes,
                                                  const Topology& topology) const {
-  if (c != Collective::broadcast || !provides(c)) {
+  if (c == Collective::all_reduce || !provides(c)) {
     return Scheme::collective_model_time(c, bytes, topology);
   }
-  return pipelined_broadcast_model_time(
-      topology, workers(), [this](int r) { return broadcast_links(r); }, bytes,
-      options().segment_bytes);
+  if (c == Collective::broadcast) {
+    return pipelined_broadcast_model_time(
+        topology, workers(), [this](int r) { return broadcast_links(r); }, bytes,
+        options().segment_bytes);
+  }
+  // One of the all-reduce's intra-node phases and the inner collective.
+  return slowest_node_ring_phase(bytes, topology) +
+         (nodes() > 1 ? inner_->collective_model_time(c, bytes / static_cast<std::size_t>(
+                                                                     options().ranks_per_node),
+                                                    between_nodes(topology))
+                      : 0.0);
 }
 
 }  // namespace gradex

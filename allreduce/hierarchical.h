@@ -9,6 +9,13 @@
 //      buffer per rank crosses the slow links;
 //   3. ring all-gather inside each node spreads the G finished blocks.
 //
+// Its reduce-scatter is phases 1 and 2 with the inner scheme's
+// reduce-scatter, its all-gather the reverse with the inner all-gather, so
+// that rank r ends with block r as every provider does: the blocks a local
+// rank owns, one per node, lie G blocks apart, and a copy into groups by
+// local index (S bytes through memory, none on the wire) makes them the
+// contiguous range those phases work on.
+//
 // Its broadcast is one pipelined tree over both levels: worker 0 down the
 // node leaders (local rank 0; a chain when the inter-node algorithm is the
 // ring, the in-order binary tree when it is the tree), and in each node a
@@ -37,8 +44,12 @@ class HierarchicalScheme final : public Scheme {
   HierarchicalScheme(SchemeOptions options, const SchemeFactory& make_inner);
 
   void allreduce(Comm& comm, Tensor data, ReduceOp op) override;
-  // Broadcast where the inter-node algorithm has a tree shape (ring, tree).
+  // Broadcast where the inter-node algorithm has a tree shape (ring, tree);
+  // reduce-scatter and all-gather where it provides them (ring,
+  // halving_doubling).
   bool provides(Collective c) const override;
+  void reduce_scatter(Comm& comm, Tensor data, ReduceOp op) override;
+  void all_gather(Comm& comm, Tensor data) override;
   void broadcast(Comm& comm, Tensor data) override;
   Traffic collective_traffic(Collective c, int endpoint, std::size_t count,
                              DType dtype) const override;
@@ -54,6 +65,8 @@ class HierarchicalScheme final : public Scheme {
 
  private:
   BroadcastLinks broadcast_links(int rank) const;
+  double slowest_node_ring_phase(std::size_t bytes, const Topology& topology) const;
+  Topology between_nodes(const Topology& topology) const;
 
   std::unique_ptr<Scheme> inner_;  // runs on nodes() ranks
 };

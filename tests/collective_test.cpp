@@ -48,6 +48,14 @@ std::vector<std::tuple<std::string, Collective>> provided() {
 
 class Provided : public ::testing::TestWithParam<std::tuple<std::string, Collective>> {};
 
+// Options under which hierarchical provides `c`: its broadcast needs a
+// tree-shaped inter-node algorithm, its reduce-scatter and all-gather one
+// that provides them.
+SchemeOptions providing(Collective c, SchemeOptions o) {
+  o.inter_algorithm = c == Collective::broadcast ? "tree" : "ring";
+  return o;
+}
+
 TEST_P(Provided, MatchesReferenceAndDeclaredTrafficOnThreads) {
   const auto& [name, c] = GetParam();
   for (int n : {1, 2, 3, 5, 8}) {
@@ -103,9 +111,7 @@ TEST_P(Provided, MovesTheBandwidthOptimalBytesPerRank) {
   const auto& [name, c] = GetParam();
   constexpr int n = 8;  // a power of two: no folded ranks
   constexpr std::size_t count = n * 1024;
-  SchemeOptions o = options_for(n);
-  o.inter_algorithm = "tree";  // hierarchical's broadcast needs a ring or tree between nodes
-  auto scheme = make_scheme(name, o);
+  auto scheme = make_scheme(name, providing(c, options_for(n)));
   std::uint64_t total_sent = 0;
   for (int e = 0; e < n; ++e) {
     const Traffic t = scheme->collective_traffic(c, e, count, DType::f32);
@@ -124,9 +130,8 @@ TEST_P(Provided, MovesTheBandwidthOptimalBytesPerRank) {
 TEST_P(Provided, ModelAgreesWithTheSimulatorWithoutContention) {
   const auto& [name, c] = GetParam();
   for (int n : {2, 4, 8}) {
-    SchemeOptions o = options_for(n);
+    SchemeOptions o = providing(c, options_for(n));
     o.segment_bytes = std::size_t{1} << 30;  // one message per step
-    o.inter_algorithm = "tree";
     auto scheme = make_scheme(name, o);
     sim::SimRequest req;
     req.collective = c;
@@ -137,6 +142,62 @@ TEST_P(Provided, ModelAgreesWithTheSimulatorWithoutContention) {
     ASSERT_GT(model, 0);
     EXPECT_NEAR(simulated / model, 1.0, 0.02) << "n " << n << " sim " << simulated
                                               << " model " << model;
+  }
+}
+
+// Hierarchical reduce-scatter and all-gather on two levels (rank r ends
+// with block r although a local rank's blocks lie G apart), over each inner
+// scheme that provides them, uneven counts included: the result on threads
+// and on the simulator, the declared traffic, and the model against the
+// simulator on nodes sharing one NIC.
+TEST(HierarchicalCollectives, TwoLevelsEndWithBlockROnEveryRank) {
+  for (const char* inter : {"ring", "halving_doubling"}) {
+    for (const auto& [n, g] : {std::pair{6, 2}, std::pair{12, 4}, std::pair{12, 3}}) {
+      SchemeOptions o = options_for(n);
+      o.ranks_per_node = g;
+      o.inter_algorithm = inter;
+      o.segment_bytes = 4096;
+      auto scheme = make_scheme("hierarchical", o);
+      for (Collective c : {Collective::reduce_scatter, Collective::all_gather}) {
+        ASSERT_TRUE(scheme->provides(c));
+        for (std::size_t count : {std::size_t{5}, std::size_t(n) * 211 + 7}) {
+          SCOPED_TRACE(std::string(inter) + " n " + std::to_string(n) + " g " +
+                       std::to_string(g) + " " + std::string(collective_name(c)) + " count " +
+                       std::to_string(count));
+          MeasureRequest req;
+          req.collective = c;
+          req.count = count;
+          req.op = collective_reduces(c) ? ReduceOp::avg : ReduceOp::sum;
+          req.warmup_iters = 0;
+          req.iters = 2;
+          req.options = testing::transport_options();
+          const Measurement m = measure(*scheme, req);
+          EXPECT_EQ(m.wrong, 0u);
+          for (int e = 0; e < n; ++e) {
+            EXPECT_EQ(m.traffic[e], scheme->collective_traffic(c, e, count, DType::f32)) << e;
+          }
+          sim::SimRequest sreq;
+          sreq.collective = c;
+          sreq.count = count;
+          sreq.op = req.op;
+          sreq.phantom = false;
+          sreq.topology = Topology::grouped(n, g, 0, {100 * kGB, 1e-6}, {10 * kGB, 5e-6}, true);
+          EXPECT_EQ(sim::simulate_allreduce(*scheme, sreq).wrong, 0u);
+        }
+        // Halving-doubling folds a non-power-of-two group, and its model
+        // leaves out the folded pair sharing a port (README, "Not yet here").
+        const int m = n / g;
+        if (std::string(inter) == "halving_doubling" && (m & (m - 1)) != 0) continue;
+        sim::SimRequest big;
+        big.collective = c;
+        big.count = std::size_t{8} << 20;
+        big.topology = Topology::grouped(n, g, 0, {100 * kGB, 1e-6}, {10 * kGB, 5e-6}, true);
+        const double simulated = sim::simulate_allreduce(*scheme, big).seconds;
+        const double model = scheme->collective_model_time(c, big.count * 4, big.topology);
+        EXPECT_NEAR(simulated / model, 1.0, 0.05)
+            << inter << " n " << n << " g " << g << " sim " << simulated << " model " << model;
+      }
+    }
   }
 }
 
@@ -266,7 +327,7 @@ TEST(CollectivePlan, ZeroTrainingOverAllPlansTheSchemesThatShard) {
       R"({"name": "z", "workers": [4], "workload": {"kind": "train", "zero": 2}})"));
   std::vector<std::string> names;
   for (const PlannedRun& run : plan.runs) names.push_back(run.scheme);
-  EXPECT_EQ(names, (std::vector<std::string>{"ring", "halving_doubling"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"ring", "halving_doubling", "hierarchical"}));
 }
 
 // A sweep over "collective" runs a named scheme at the points whose
