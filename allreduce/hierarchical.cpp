@@ -55,43 +55,70 @@ struct Levels {
 // local rank's blocks are one contiguous range, and the splits line up:
 // BlockSplit gives the first count % n blocks one element more, which are
 // the first blocks of each group, so splitting the grouped buffer in G
-// and each group in m cuts exactly along the original blocks. `to_groups`
-// copies the caller's order into groups; false copies back.
-void regroup(Tensor caller, Tensor grouped, int g, int m, bool to_groups) {
-  if (caller.phantom() || g == 1 || m == 1) return;  // nothing moves
-  const std::size_t elem = dtype_size(caller.dtype);
-  const BlockSplit blocks{caller.count, static_cast<std::size_t>(g * m)};
-  auto* mixed = static_cast<std::byte*>(caller.data);
-  auto* groups = static_cast<std::byte*>(grouped.data);
-  std::size_t at = 0;
-  for (int l = 0; l < g; ++l) {
-    for (int k = 0; k < m; ++k) {
-      const auto b = static_cast<std::size_t>(k * g + l);
-      std::byte* original = mixed + blocks.offset(b) * elem;
-      const std::size_t bytes = blocks.size(b) * elem;
-      if (to_groups) {
-        std::memcpy(groups + at, original, bytes);
-      } else {
-        std::memcpy(original, groups + at, bytes);
-      }
-      at += bytes;
-    }
+// and each group in m cuts exactly along the original blocks.
+class Grouped {
+ public:
+  Grouped(Tensor caller, const Levels& at, int g, int m) : caller_(caller), g_(g), m_(m) {
+    // One rank per node, or one node: the groups are the caller's blocks
+    // in place, and a phantom buffer has nothing to move.
+    copies_ = !caller.phantom() && g > 1 && m > 1;
+    if (copies_) scratch_.resize(caller.bytes());
+    all = copies_ ? Tensor{scratch_.data(), caller.count, caller.dtype} : caller;
+    const BlockSplit groups{caller.count, static_cast<std::size_t>(g)};
+    const auto local = static_cast<std::size_t>(at.local);
+    group = all.slice(groups.offset(local), groups.size(local));
+    const BlockSplit within{group.count, static_cast<std::size_t>(m)};
+    const auto node = static_cast<std::size_t>(at.node);
+    own = group.slice(within.offset(node), within.size(node));
+    const BlockSplit blocks{caller.count, static_cast<std::size_t>(g * m)};
+    const auto mine = static_cast<std::size_t>(at.node * g + at.local);
+    block = caller.slice(blocks.offset(mine), blocks.size(mine));
+    GRADEX_ENFORCE_EQ(own.count, block.count, "group ", local, " split off the blocks");
   }
-}
 
-// Where the grouped copy lives: a scratch buffer, or the caller's own
-// when grouping moves nothing (one rank per node, or one node).
-struct Grouped {
-  Grouped(Tensor caller, int g, int m) {
-    if (caller.phantom() || g == 1 || m == 1) {
-      view = caller;
-      return;
+  Tensor all;    // the grouped buffer
+  Tensor group;  // this rank's group, l
+  Tensor own;    // this rank's block within its group
+  Tensor block;  // the same block in the caller's buffer
+
+  // This rank's block between the two buffers.
+  void copy_block(bool to_caller) {
+    if (!copies_) return;
+    if (to_caller) {
+      std::memcpy(block.data, own.data, block.bytes());
+    } else {
+      std::memcpy(own.data, block.data, block.bytes());
     }
-    scratch.resize(caller.bytes());
-    view = Tensor{scratch.data(), caller.count, caller.dtype};
   }
-  std::vector<std::byte> scratch;
-  Tensor view;
+
+  // The whole buffer between the caller's order and the groups.
+  void regroup(bool to_groups) {
+    if (!copies_) return;
+    const std::size_t elem = dtype_size(caller_.dtype);
+    const BlockSplit blocks{caller_.count, static_cast<std::size_t>(g_ * m_)};
+    auto* mixed = static_cast<std::byte*>(caller_.data);
+    std::size_t at = 0;
+    for (int l = 0; l < g_; ++l) {
+      for (int k = 0; k < m_; ++k) {
+        const auto b = static_cast<std::size_t>(k * g_ + l);
+        std::byte* original = mixed + blocks.offset(b) * elem;
+        const std::size_t bytes = blocks.size(b) * elem;
+        if (to_groups) {
+          std::memcpy(scratch_.data() + at, original, bytes);
+        } else {
+          std::memcpy(original, scratch_.data() + at, bytes);
+        }
+        at += bytes;
+      }
+    }
+  }
+
+ private:
+  Tensor caller_;
+  int g_;
+  int m_;
+  bool copies_ = false;
+  std::vector<std::byte> scratch_;
 };
 
 }  // namespace
@@ -147,26 +174,14 @@ void HierarchicalScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
 void HierarchicalScheme::reduce_scatter(Comm& comm, Tensor data, ReduceOp op) {
   GRADEX_ENFORCE_EQ(comm.size(), workers(), "hierarchical runs on the workers only");
   GRADEX_ENFORCE(provides(Collective::reduce_scatter), "no reduce-scatter over this inter-node algorithm");
-  const int g = options().ranks_per_node;
-  const int m = nodes();
   const ReduceOp combine = combining_op(op);
-  Levels at(comm, g, m);
-  Grouped grouped(data, g, m);
-  regroup(data, grouped.view, g, m, /*to_groups=*/true);
-  ring_reduce_scatter(at.intra, grouped.view, combine, options().segment_bytes, kReduceScatterTag);
-  const BlockSplit groups{data.count, static_cast<std::size_t>(g)};
-  const Tensor group = grouped.view.slice(groups.offset(at.local), groups.size(at.local));
-  inner_->reduce_scatter(at.inter, group, combine);
-  const BlockSplit within{group.count, static_cast<std::size_t>(m)};
-  const BlockSplit blocks{data.count, static_cast<std::size_t>(comm.size())};
-  const auto node = static_cast<std::size_t>(at.node);
-  const auto mine = static_cast<std::size_t>(comm.rank());
-  const Tensor block = data.slice(blocks.offset(mine), blocks.size(mine));
-  GRADEX_ENFORCE_EQ(within.size(node), block.count, "group ", at.local, " split off the blocks");
-  if (grouped.view.data != data.data && !data.phantom()) {
-    std::memcpy(block.data, group.slice(within.offset(node), within.size(node)).data, block.bytes());
-  }
-  finish_reduce(block, op, comm.size());
+  Levels at(comm, options().ranks_per_node, nodes());
+  Grouped grouped(data, at, options().ranks_per_node, nodes());
+  grouped.regroup(/*to_groups=*/true);
+  ring_reduce_scatter(at.intra, grouped.all, combine, options().segment_bytes, kReduceScatterTag);
+  inner_->reduce_scatter(at.inter, grouped.group, combine);
+  grouped.copy_block(/*to_caller=*/true);
+  finish_reduce(grouped.block, op, comm.size());
 }
 
 // The reduce-scatter backwards: the inner scheme gathers group `local`
@@ -175,24 +190,12 @@ void HierarchicalScheme::reduce_scatter(Comm& comm, Tensor data, ReduceOp op) {
 void HierarchicalScheme::all_gather(Comm& comm, Tensor data) {
   GRADEX_ENFORCE_EQ(comm.size(), workers(), "hierarchical runs on the workers only");
   GRADEX_ENFORCE(provides(Collective::all_gather), "no all-gather over this inter-node algorithm");
-  const int g = options().ranks_per_node;
-  const int m = nodes();
-  Levels at(comm, g, m);
-  Grouped grouped(data, g, m);
-  const BlockSplit groups{data.count, static_cast<std::size_t>(g)};
-  const Tensor group = grouped.view.slice(groups.offset(at.local), groups.size(at.local));
-  const BlockSplit within{group.count, static_cast<std::size_t>(m)};
-  const BlockSplit blocks{data.count, static_cast<std::size_t>(comm.size())};
-  const auto node = static_cast<std::size_t>(at.node);
-  const auto mine = static_cast<std::size_t>(comm.rank());
-  const Tensor block = data.slice(blocks.offset(mine), blocks.size(mine));
-  GRADEX_ENFORCE_EQ(within.size(node), block.count, "group ", at.local, " split off the blocks");
-  if (grouped.view.data != data.data && !data.phantom()) {
-    std::memcpy(group.slice(within.offset(node), within.size(node)).data, block.data, block.bytes());
-  }
-  inner_->all_gather(at.inter, group);
-  ring_all_gather(at.intra, grouped.view, options().segment_bytes, kAllGatherTag);
-  regroup(data, grouped.view, g, m, /*to_groups=*/false);
+  Levels at(comm, options().ranks_per_node, nodes());
+  Grouped grouped(data, at, options().ranks_per_node, nodes());
+  grouped.copy_block(/*to_caller=*/false);
+  inner_->all_gather(at.inter, grouped.group);
+  ring_all_gather(at.intra, grouped.all, options().segment_bytes, kAllGatherTag);
+  grouped.regroup(/*to_groups=*/false);
 }
 
 Traffic HierarchicalScheme::expected_traffic(int endpoint, std::size_t count, DType dtype) const {
