@@ -60,8 +60,8 @@ class Grouped {
  public:
   Grouped(Tensor caller, const Levels& at, int g, int m) : caller_(caller), g_(g), m_(m) {
     // One rank per node, or one node: the groups are the caller's blocks
-    // in place, and a phantom buffer has nothing to move.
-    copies_ = !caller.phantom() && g > 1 && m > 1;
+    // in place, and an empty or phantom buffer has nothing to move.
+    copies_ = caller.count > 0 && !caller.phantom() && g > 1 && m > 1;
     if (copies_) scratch_.resize(caller.bytes());
     all = copies_ ? Tensor{scratch_.data(), caller.count, caller.dtype} : caller;
     const BlockSplit groups{caller.count, static_cast<std::size_t>(g)};
@@ -83,7 +83,7 @@ class Grouped {
 
   // This rank's block between the two buffers.
   void copy_block(bool to_caller) {
-    if (!copies_) return;
+    if (!copies_ || block.count == 0) return;
     if (to_caller) {
       std::memcpy(block.data, own.data, block.bytes());
     } else {
