@@ -1,6 +1,7 @@
 #include "runner/launch_env.h"
 
 #include <charconv>
+#include <limits>
 #include <string_view>
 
 #include "common/errors.h"
@@ -49,7 +50,57 @@ std::string rendezvous(const std::function<const char*(const char*)>& get) {
                     "where rank 0 hosts the rendezvous store");
 }
 
+// Under srun with no rendezvous given: task 0 runs on the first node of the
+// step under every task distribution, so that host names the store, on a
+// port every task derives alike from the job and step ids (concurrent
+// steps differ) below Linux's ephemeral range (32768 up), which the
+// processes' own outgoing connections take ports from.
+std::string slurm_rendezvous(const std::function<const char*(const char*)>& get) {
+  const char* list_name = "SLURM_STEP_NODELIST";
+  const char* list = get(list_name);
+  if (list == nullptr || *list == '\0') list = get(list_name = "SLURM_JOB_NODELIST");
+  const char* job = get("SLURM_JOB_ID");
+  if (list == nullptr || *list == '\0' || job == nullptr) return {};
+  const char* step = get("SLURM_STEP_ID");
+  const long long job_id = parse_int("SLURM_JOB_ID", job, 0, std::numeric_limits<int>::max());
+  const long long step_id = step ? parse_int("SLURM_STEP_ID", step, 0, std::numeric_limits<int>::max()) : 0;
+  try {
+    return first_slurm_host(list) + ":" + std::to_string(slurm_port(job_id, step_id));
+  } catch (const ConfigError& e) {
+    throw ConfigError(list_name, e.reason());
+  }
+}
+
 }  // namespace
+
+std::string first_slurm_host(const std::string& nodelist) {
+  // "gpu[07-09,12]-ib,cpu1": the prefix, the first number of the first
+  // bracket with its zero padding, and what follows the bracket.
+  const std::size_t comma = nodelist.find(',');
+  const std::size_t open = nodelist.find('[');
+  if (open == std::string::npos || (comma != std::string::npos && comma < open)) {
+    const std::string host = nodelist.substr(0, comma);
+    if (host.empty() || host.find(']') != std::string::npos) {
+      throw ConfigError("", "'" + nodelist + "' is not a Slurm host list");
+    }
+    return host;
+  }
+  const std::size_t close = nodelist.find(']', open);
+  std::size_t digits = open + 1;
+  while (digits < nodelist.size() && nodelist[digits] >= '0' && nodelist[digits] <= '9') ++digits;
+  if (close == std::string::npos || digits == open + 1 || open == 0 ||
+      (nodelist[digits] != '-' && nodelist[digits] != ',' && nodelist[digits] != ']')) {
+    throw ConfigError("", "'" + nodelist + "' is not a Slurm host list");
+  }
+  std::size_t end = close + 1;
+  while (end < nodelist.size() && nodelist[end] != ',' && nodelist[end] != '[') ++end;
+  return nodelist.substr(0, open) + nodelist.substr(open + 1, digits - open - 1) +
+         nodelist.substr(close + 1, end - close - 1);
+}
+
+int slurm_port(long long job_id, long long step_id) {
+  return static_cast<int>(20000 + (job_id * 16 + step_id) % 12000);
+}
 
 std::optional<LaunchEnv> launch_env(const std::function<const char*(const char*)>& get) {
   struct Source {
@@ -77,7 +128,15 @@ std::optional<LaunchEnv> launch_env(const std::function<const char*(const char*)
     // Under Open MPI's mpirun the job itself can carry rank 0's address
     // (cli/launch_command.cpp broadcasts it): no variable needed.
     const bool mpi = std::string_view(src.label) == "OMPI";
-    env.rendezvous = mpi && !given_rendezvous(get) ? std::string() : rendezvous(get);
+    const bool slurm = std::string_view(src.label) == "SLURM";
+    if (mpi && !given_rendezvous(get)) {
+      env.rendezvous.clear();
+    } else if (slurm && !given_rendezvous(get)) {
+      env.rendezvous = slurm_rendezvous(get);
+      if (env.rendezvous.empty()) env.rendezvous = rendezvous(get);  // names what is missing
+    } else {
+      env.rendezvous = rendezvous(get);
+    }
     const char* token = get("GRADEX_TOKEN");
     env.token = token ? token : "";
     const char* bind = get("GRADEX_BIND");

@@ -14,8 +14,9 @@ struct LaunchEnv {
   int rank = 0;
   int size = 1;
   // host:port of the store rank 0 hosts: GRADEX_RENDEZVOUS, or torch's
-  // MASTER_ADDR and MASTER_PORT; empty under Open MPI's mpirun without
-  // either: the MPI job then carries rank 0's (cli/launch_command.cpp).
+  // MASTER_ADDR and MASTER_PORT; under srun without either, the step's
+  // first node and slurm_port() of the job; empty under Open MPI's mpirun
+  // without either: the MPI job then carries rank 0's (cli/launch_command.cpp).
   std::string rendezvous;
   std::string token;       // GRADEX_TOKEN; must match on every rank
   std::string bind_host;   // GRADEX_BIND, default 127.0.0.1 (loopback only)
@@ -33,5 +34,12 @@ struct LaunchEnv {
 // nullopt when no rank variable is set (this process is not a participant);
 // throws ConfigError naming the variable that is missing or malformed.
 std::optional<LaunchEnv> launch_env(const std::function<const char*(const char*)>& get);
+
+// The first host of a Slurm host list ("gpu[07-09,12]-ib,cpu1" gives
+// "gpu07-ib"); throws ConfigError (no field) when it is not one.
+std::string first_slurm_host(const std::string& nodelist);
+// The rendezvous port of Slurm job `job_id`'s step `step_id`: in [20000,
+// 32000), the same on every task of the step.
+int slurm_port(long long job_id, long long step_id);
 
 }  // namespace gradex

@@ -177,6 +177,28 @@ TEST_F(Launch, AWildcardBindAdvertisesTheRouteToTheRendezvous) {
   EXPECT_NE(out().find("Out of bounds values : 0 OK"), std::string::npos) << out();
 }
 
+// srun starts its tasks with SLURM_PROCID, SLURM_NTASKS, the job and step
+// ids and the step's node list: no rendezvous variable is needed, rank 0
+// hosts the store on the first node, named, not an address.
+TEST_F(Launch, JoinsFromSlurmVariablesWithoutARendezvous) {
+  const fs::path sc = write("slurm.json", R"({"name": "slurm", "transport": "tcp", "workers": 2,
+      "sizes": [4096], "iters": 2, "warmup_iters": 1, "schemes": ["ring"], "timeout_ms": 10000})");
+  int port = free_port();
+  while (port >= 32000) port = free_port();
+  const int step = port - 20000;  // slurm_port(0, step) == port
+  ASSERT_EQ(slurm_port(0, step), port);
+  const std::string common = "SLURM_NTASKS=2 SLURM_JOB_ID=0 SLURM_STEP_ID=" + std::to_string(step) +
+                             " SLURM_STEP_NODELIST='localhost,node[2-3]' ";
+  const std::string args = " launch --no-output " + sc.string();
+  ASSERT_EQ(shell(common + "SLURM_PROCID=0 " + kGradex + args + " & p0=$!; " + common +
+                  "SLURM_PROCID=1 " + kGradex + args + " > /dev/null; r=$?; wait $p0 || r=1; exit $r"),
+            0)
+      << slurp(dir_ / "stderr");
+  const std::string o = slurp(dir_ / "stdout");
+  EXPECT_NE(o.find("(ranks from SLURM variables)"), std::string::npos) << o;
+  EXPECT_NE(o.find("Out of bounds values : 0 OK"), std::string::npos) << o;
+}
+
 // MPICH's mpiexec (Hydra) starts processes with PMI_RANK and PMI_SIZE.
 TEST_F(Launch, JoinsFromPmiVariables) {
   const fs::path sc = write("pmi.json", R"({"name": "pmi", "transport": "tcp", "workers": 2,
@@ -441,6 +463,48 @@ TEST(LaunchEnv, ReadsGradexOpenMpiPmiAndSlurmVariables) {
                ConfigError);
   EXPECT_TRUE(from({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"GRADEX_RENDEZVOUS", "h:1"},
                     {"GRADEX_BIND", "127.0.0.2"}}));
+}
+
+// Under srun without a rendezvous: the step's first node (task 0 runs
+// there) and a port from the job and step ids, the same on every task.
+TEST(LaunchEnv, UnderSrunTheRendezvousIsTheStepsFirstNode) {
+  EXPECT_EQ(first_slurm_host("vm"), "vm");
+  EXPECT_EQ(first_slurm_host("node3,node1"), "node3");
+  EXPECT_EQ(first_slurm_host("gpu[07-09,12],cpu1"), "gpu07");
+  EXPECT_EQ(first_slurm_host("gpu[12,07-09]-ib,cpu1"), "gpu12-ib");
+  EXPECT_EQ(first_slurm_host("a1,b[2-3]"), "a1");
+  for (const char* bad : {"", "[1-2]", "gpu[", "gpu[x]", "gpu]1", "gpu[1-2"}) {
+    EXPECT_THROW(first_slurm_host(bad), ConfigError) << bad;
+  }
+  const auto task = [](const char* rank) {
+    return from({{"SLURM_PROCID", rank}, {"SLURM_NTASKS", "4"}, {"SLURM_JOB_ID", "12345"},
+                 {"SLURM_STEP_ID", "2"}, {"SLURM_STEP_NODELIST", "gpu[07-08]"},
+                 {"SLURM_JOB_NODELIST", "gpu[05-08]"}});
+  };
+  ASSERT_TRUE(task("0"));
+  EXPECT_EQ(task("0")->rendezvous, "gpu07:" + std::to_string(slurm_port(12345, 2)));
+  EXPECT_EQ(task("3")->rendezvous, task("0")->rendezvous);
+  EXPECT_EQ(task("0")->source, "SLURM");
+  EXPECT_NE(slurm_port(12345, 2), slurm_port(12345, 3));  // concurrent steps
+  for (long long job : {0LL, 1LL, 99999LL, 2147483647LL}) {
+    EXPECT_GE(slurm_port(job, 0), 20000);
+    EXPECT_LT(slurm_port(job, 0), 32000);
+  }
+  // The job's list when the step's is not set; GRADEX_RENDEZVOUS wins.
+  EXPECT_EQ(from({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_ID", "7"},
+                  {"SLURM_JOB_NODELIST", "n[1-2]"}})->rendezvous,
+            "n1:" + std::to_string(slurm_port(7, 0)));
+  EXPECT_EQ(from({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_ID", "7"},
+                  {"SLURM_JOB_NODELIST", "n[1-2]"}, {"GRADEX_RENDEZVOUS", "h:1"}})->rendezvous,
+            "h:1");
+  // A malformed list names its variable.
+  try {
+    from({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_ID", "7"},
+          {"SLURM_STEP_NODELIST", "n[1-"}});
+    ADD_FAILURE() << "accepted a malformed host list";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "SLURM_STEP_NODELIST");
+  }
 }
 
 // torchrun's variables: RANK and WORLD_SIZE give the rank, MASTER_ADDR and

@@ -181,10 +181,21 @@ RendezvousServer::RendezvousServer(const std::string& address, int size, std::st
   m.table.resize(static_cast<std::size_t>(size));
   const auto [host, port] = split_address(address, "GRADEX_RENDEZVOUS");
   boost::system::error_code ec;
-  const auto ip = asio::ip::make_address(host == "localhost" ? "127.0.0.1" : host, ec);
-  if (ec) throw ConfigError("GRADEX_RENDEZVOUS", "rank 0 hosts the store: '" + host +
-                                                     "' must be one of its IP addresses");
-  const ip_tcp::endpoint where(ip, static_cast<unsigned short>(std::stoi(port)));
+  // An address, or a name (srun's node names) resolved as the other ranks
+  // will resolve it; binding then tells whether it is this host's.
+  ip_tcp::endpoint where;
+  const auto ip = asio::ip::make_address(host, ec);
+  if (!ec) {
+    where = ip_tcp::endpoint(ip, static_cast<unsigned short>(std::stoi(port)));
+  } else {
+    ip_tcp::resolver resolver(m.io);
+    const auto found = resolver.resolve(ip_tcp::v4(), host, port, ec);
+    if (ec || found.empty()) {
+      throw ConfigError("GRADEX_RENDEZVOUS", "rank 0 hosts the store: cannot resolve '" + host +
+                                                 "'" + (ec ? ": " + ec.message() : ""));
+    }
+    where = found.begin()->endpoint();
+  }
   m.acceptor.open(where.protocol(), ec);
   if (!ec) m.acceptor.set_option(ip_tcp::acceptor::reuse_address(true), ec);
   if (!ec) m.acceptor.bind(where, ec);
