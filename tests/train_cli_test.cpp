@@ -168,7 +168,6 @@ TEST_F(TrainCli, FlagsThatDoNotApplyAreRefused) {
            {"--consistency bsp --first-bucket-mb 2", "--first-bucket-mb: does not apply to --consistency"},
            {"-s ring -s tree --zero", "--zero: ZeRO-2 needs a scheme that provides reduce_scatter "
                                        "and all_gather; 'tree' provides no reduce_scatter and all_gather"},
-           {"--zero --compression fp16", "--compression: does not apply with ZeRO-2"},
            {"-s ring -s tree --servers 2", "--servers: applies to the ps schemes and --consistency only"},
            {"-s ring --ranks-per-node 2", "--ranks-per-node: applies to hierarchical and to shaped links"}}) {
     const Outcome o = run(data + flags);

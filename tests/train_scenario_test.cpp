@@ -121,7 +121,7 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"no_sync_consistency", TRAIN(R"(, "consistency": ["bsp"], "no_sync_baseline": true)"), "/workload/no_sync_baseline"},
         Malformed{"zero_type", TRAIN(R"(, "zero": "two")"), "/workload/zero"},
         Malformed{"zero_stage", TRAIN(R"(, "zero": 3)"), "/workload/zero"},
-        Malformed{"zero_compression", TRAIN(R"(, "zero": 2, "compression": "fp16")"), "/workload/compression"},
+        Malformed{"zero_compression", TRAIN(R"(, "zero": 2, "compression": "fp8")"), "/workload/compression"},
         Malformed{"zero_consistency", TRAIN(R"(, "consistency": ["asp"], "zero": 2)"), "/workload/zero"},
         Malformed{"layers_profiled", TRAIN(R"(, "model": "vgg16", "layers": "8")"), "/workload/layers"},
         Malformed{"lr_profiled", TRAIN(R"(, "model": "vgg16", "lr": 0.1)"), "/workload/lr"},

@@ -23,19 +23,31 @@ std::string compression_name(Compression c) {
   return "?";
 }
 
-ExchangeCall average_call(std::size_t count, Compression compression) {
+ExchangeCall average_call(std::size_t count, Compression compression, Collective collective) {
+  GRADEX_ENFORCE(collective == Collective::all_reduce || collective == Collective::reduce_scatter,
+                 "gradients are averaged by all-reduce or reduce-scatter, not ",
+                 collective_name(collective));
   switch (compression) {
-    case Compression::none: return {count, DType::f32, ReduceOp::avg, Collective::all_reduce};
-    case Compression::fp16: return {count, DType::f16, ReduceOp::sum, Collective::all_reduce};
-    case Compression::bf16: return {count, DType::bf16, ReduceOp::sum, Collective::all_reduce};
+    case Compression::none: return {count, DType::f32, ReduceOp::avg, collective};
+    case Compression::fp16: return {count, DType::f16, ReduceOp::sum, collective};
+    case Compression::bf16: return {count, DType::bf16, ReduceOp::sum, collective};
   }
   return {};
 }
 
 void average_gradients(GradientExchange& exchange, Comm& comm, std::span<float> data,
-                       Compression compression, std::vector<std::uint16_t>& scratch) {
+                       Compression compression, Collective collective,
+                       std::vector<std::uint16_t>& scratch) {
+  const ExchangeCall call = average_call(data.size(), compression, collective);
+  const auto run = [&](Tensor t) {
+    if (collective == Collective::reduce_scatter) {
+      exchange.reduce_scatter(comm, t, call.op);
+    } else {
+      exchange.allreduce(comm, t, call.op);
+    }
+  };
   if (compression == Compression::none) {
-    exchange.allreduce(comm, Tensor{data.data(), data.size(), DType::f32}, ReduceOp::avg);
+    run(Tensor{data.data(), data.size(), DType::f32});
     return;
   }
   // Scaled by 1/N in the same pass as the narrowing: the compressed sum of
@@ -48,12 +60,20 @@ void average_gradients(GradientExchange& exchange, Comm& comm, std::span<float> 
   } else {
     floats_to_bf16(data, inv, scratch);
   }
-  const ExchangeCall call = average_call(data.size(), compression);
-  exchange.allreduce(comm, Tensor{scratch.data(), data.size(), call.dtype}, call.op);
+  run(Tensor{scratch.data(), data.size(), call.dtype});
+  // Reduce-scattered, only this worker's block is reduced: widen that.
+  std::size_t first = 0, count = data.size();
+  if (collective == Collective::reduce_scatter) {
+    const BlockSplit blocks{data.size(), static_cast<std::size_t>(exchange.workers())};
+    const auto mine = static_cast<std::size_t>(comm.rank());
+    first = blocks.offset(mine);
+    count = blocks.size(mine);
+  }
+  const std::span<const std::uint16_t> reduced(scratch.data() + first, count);
   if (half) {
-    half_to_floats(scratch, data);
+    half_to_floats(reduced, data.subspan(first, count));
   } else {
-    bf16_to_floats(scratch, data);
+    bf16_to_floats(reduced, data.subspan(first, count));
   }
 }
 

@@ -94,9 +94,12 @@ struct ExchangeCall {
 // Gradient averaging over the workers of one float range, through the
 // compression hook: fp16/bf16 divide by the worker count before narrowing
 // (PyTorch's fp16_compress_hook order, so the sum cannot overflow) and sum.
+// By all-reduce (DDP), or by reduce-scatter (ZeRO-2), which leaves worker
+// r's block r of `data` averaged and the rest as they were.
 void average_gradients(GradientExchange& exchange, Comm& comm, std::span<float> data,
-                       Compression compression, std::vector<std::uint16_t>& scratch);
-ExchangeCall average_call(std::size_t count, Compression compression);
+                       Compression compression, Collective collective,
+                       std::vector<std::uint16_t>& scratch);
+ExchangeCall average_call(std::size_t count, Compression compression, Collective collective);
 
 // Worker 0's values to every worker (GradientExchange::broadcast).
 void broadcast_from_worker0(GradientExchange& exchange, Comm& comm, std::span<float> data);

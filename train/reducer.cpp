@@ -89,14 +89,10 @@ void Reducer::exchange_bucket(std::size_t b) {
   const Bucket& bucket = buckets_[b];
   const std::span<float> grads = grads_.subspan(bucket.offset, bucket.count);
   const double t0 = comm_.clock().now();
-  ExchangeCall call = average_call(bucket.count, options_.compression);
-  if (options_.shard) {
-    // avg: the scheme divides this worker's reduced block by N.
-    call = {bucket.count, DType::f32, ReduceOp::avg, Collective::reduce_scatter};
-    exchange_.reduce_scatter(comm_, Tensor{grads.data(), grads.size(), DType::f32}, call.op);
-  } else {
-    average_gradients(exchange_, comm_, grads, options_.compression, scratch_);
-  }
+  const Collective collective =
+      options_.shard ? Collective::reduce_scatter : Collective::all_reduce;
+  const ExchangeCall call = average_call(bucket.count, options_.compression, collective);
+  average_gradients(exchange_, comm_, grads, options_.compression, collective, scratch_);
   const double t1 = comm_.clock().now();
   trace_span("bucket", b, call.count * dtype_size(call.dtype), t0, t1);
   std::lock_guard lock(mutex_);

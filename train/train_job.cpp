@@ -71,9 +71,9 @@ void check_train_workload(const TrainWorkload& w, const FieldNamer& field) {
     throw ConfigError(field(key), e.reason());
   }
   parse_compression(w.compression, field("compression"));
-  // The loop's own checks (stage, compression), named as the caller names them.
+  // The loop's own check of the stage, named as the caller names it.
   try {
-    check_zero_stage(w.zero, parse_compression(w.compression, field("compression")));
+    check_zero_stage(w.zero);
   } catch (const ConfigError& e) {
     throw ConfigError(field(e.field()), e.reason());
   }

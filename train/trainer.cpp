@@ -25,7 +25,7 @@ void check(const TrainConfig& c, int workers) {
   if (c.batch < 1) throw ConfigError("batch", "must be at least 1");
   if (c.accumulate < 1) throw ConfigError("accumulate", "must be at least 1");
   if (c.epochs < 1) throw ConfigError("epochs", "must be at least 1");
-  check_zero_stage(c.zero, c.compression);
+  check_zero_stage(c.zero);
 }
 
 // What one synchronised step exchanges, in order: an average per bucket,
@@ -35,9 +35,8 @@ std::vector<ExchangeCall> step_exchanges(const std::vector<Bucket>& buckets,
                                          const TrainConfig& c) {
   std::vector<ExchangeCall> calls;
   for (const Bucket& b : buckets) {
-    calls.push_back(c.zero == 2
-                        ? ExchangeCall{b.count, DType::f32, ReduceOp::avg, Collective::reduce_scatter}
-                        : average_call(b.count, c.compression));
+    calls.push_back(average_call(
+        b.count, c.compression, c.zero == 2 ? Collective::reduce_scatter : Collective::all_reduce));
   }
   for (std::size_t i = 0; c.zero == 2 && i < buckets.size(); ++i) {
     calls.push_back({buckets[i].count, DType::f32, ReduceOp::sum, Collective::all_gather});
@@ -210,15 +209,11 @@ TrainConfig no_sync_baseline(TrainConfig config) {
   return config;
 }
 
-void check_zero_stage(int zero, Compression compression) {
+void check_zero_stage(int zero) {
   if (zero != 0 && zero != 2) {
     throw ConfigError("zero", "stage " + std::to_string(zero) +
                                   " is not run: 0 (replicated, DDP) or 2 (ZeRO-2: gradients and "
                                   "optimizer state sharded; ZeRO-3 is not implemented)");
-  }
-  if (zero == 2 && compression != Compression::none) {
-    throw ConfigError("compression", "does not apply with ZeRO-2, whose reduce-scatter and "
-                                     "all-gather move f32 (no compressed path)");
   }
 }
 

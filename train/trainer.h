@@ -146,9 +146,8 @@ EpochRecord epoch_record(int epoch, double loss_sum, long batches, double train_
 TrainConfig no_sync_baseline(TrainConfig config);
 inline constexpr const char* kNoSyncRun = "no_sync";
 
-// Throws ConfigError ("zero" or "compression") for a ZeRO stage gradex
-// does not run, or ZeRO-2 with compression (it has no compressed path).
-void check_zero_stage(int zero, Compression compression);
+// Throws ConfigError ("zero") for a ZeRO stage gradex does not run.
+void check_zero_stage(int zero);
 // Throws ConfigError naming `field` when ZeRO stage `zero` shards and the
 // scheme `name` lacks reduce_scatter or all_gather (`provides` asks it).
 void check_zero(int zero, const std::function<bool(Collective)>& provides,
