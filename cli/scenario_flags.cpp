@@ -217,7 +217,7 @@ RunPlan plan_with_overrides(const ScenarioFlags& flags, Scenario s) {
     // Every worker of the largest run shares this machine: threads of
     // `gradex run`, or the processes `gradex launch -n` starts here.
     const int largest = *std::max_element(s.workers.begin(), s.workers.end());
-    check_train_memory(*s.training, largest, workload_pointer());
+    check_train_memory(*s.training, largest, s.transport, workload_pointer());
   }
   return plan_runs(std::move(s));
 }

@@ -313,7 +313,7 @@ Command add_train_command(CLI::App& parent) {
               std::cout << "# loading Fashion-MNIST from " << w.data_dir << "\n" << std::flush;
             }
             check_train_workload(w, flag_of);
-            check_train_memory(w, f->workers, flag_of);
+            check_train_memory(w, f->workers, f->transport, flag_of);
             for (const std::string& s : schemes) {
               const auto scheme = make_scheme(s, setup_for(*f, s).options);
               check_zero(w.zero, [&](Collective c) { return scheme->provides(c); }, s, "--zero");

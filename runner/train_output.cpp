@@ -36,7 +36,7 @@ int finish_training(std::ostream& out, const TrainOutcome& o, const TrainOutputs
   for (const TrainRun& r : o.runs) {
     // A no-sync baseline's replicas diverge by design; traffic other than
     // the scheme declares is off-model, as in a benchmark.
-    if (r.result.synchronised && !r.result.replicas_agree) return kExitWrong;
+    if (r.result.synchronised && r.result.payloads && !r.result.replicas_agree) return kExitWrong;
     if (!wire_matches_declared(r.result)) return kExitWrong;
   }
   return kExitOk;

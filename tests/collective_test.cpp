@@ -386,7 +386,7 @@ TEST(TrainingBroadcast, EveryWorkerGetsWorkerZerosParametersAndServersSitOut) {
       auto& mine = params[static_cast<std::size_t>(comm.rank())];
       if (comm.rank() < n) {
         mine.assign(count, static_cast<float>(comm.rank() + 1));
-        broadcast_from_worker0(exchange, comm, mine);
+        broadcast_from_worker0(exchange, comm, Tensor{mine.data(), mine.size(), DType::f32});
       }
       traffic[static_cast<std::size_t>(comm.rank())] = comm.traffic();
     });

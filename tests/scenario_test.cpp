@@ -296,9 +296,10 @@ TEST(Scenario, FilesAreReadUpToACap) {
 }
 
 // Field names a refusal should carry for a workload.
-std::string refused_train_field(const TrainWorkload& w, int workers) {
+std::string refused_train_field(const TrainWorkload& w, int workers,
+                                const std::string& transport = "inproc") {
   try {
-    check_train_memory(w, workers, workload_pointer());
+    check_train_memory(w, workers, transport, workload_pointer());
   } catch (const ConfigError& e) {
     EXPECT_NE(e.reason().find("this machine has"), std::string::npos) << e.what();
     return e.field();
@@ -314,6 +315,12 @@ TEST(Scenario, TrainingBeyondMemoryNamesTheField) {
   scaled.model = "resnet50";
   scaled.param_scale = 1000;
   EXPECT_EQ(refused_train_field(scaled, 1), "/workload/param_scale");
+  // On the simulator a profiled model holds no buffers: 16,384 ranks fit.
+  TrainWorkload full;
+  full.model = "resnet50";
+  EXPECT_EQ(refused_train_field(full, 64), "/workload/param_scale");
+  EXPECT_EQ(refused_train_field(full, 16384, "sim"), "accepted");
+  EXPECT_EQ(refused_train_field(wide, 1, "sim"), "/workload/layers");  // the MLP has values
   TrainWorkload big_batch;
   big_batch.batch = 1 << 20;
   EXPECT_EQ(refused_train_field(big_batch, 64), "/workload/batch");

@@ -35,10 +35,11 @@ ExchangeCall average_call(std::size_t count, Compression compression, Collective
   return {};
 }
 
-void average_gradients(GradientExchange& exchange, Comm& comm, std::span<float> data,
+void average_gradients(GradientExchange& exchange, Comm& comm, Tensor gradients,
                        Compression compression, Collective collective,
                        std::vector<std::uint16_t>& scratch) {
-  const ExchangeCall call = average_call(data.size(), compression, collective);
+  GRADEX_ENFORCE(gradients.dtype == DType::f32, "gradients are f32");
+  const ExchangeCall call = average_call(gradients.count, compression, collective);
   const auto run = [&](Tensor t) {
     if (collective == Collective::reduce_scatter) {
       exchange.reduce_scatter(comm, t, call.op);
@@ -47,9 +48,14 @@ void average_gradients(GradientExchange& exchange, Comm& comm, std::span<float> 
     }
   };
   if (compression == Compression::none) {
-    run(Tensor{data.data(), data.size(), DType::f32});
+    run(gradients);
     return;
   }
+  if (gradients.phantom()) {  // sizes only: nothing to narrow or widen
+    run(Tensor{nullptr, gradients.count, call.dtype});
+    return;
+  }
+  const std::span<float> data(static_cast<float*>(gradients.data), gradients.count);
   // Scaled by 1/N in the same pass as the narrowing: the compressed sum of
   // the N shares is then the average, and no float pass is spent on it.
   const float inv = 1.0f / static_cast<float>(exchange.workers());
@@ -89,8 +95,8 @@ void GradientExchange::broadcast(Comm& comm, Tensor data) {
   ring_broadcast(comm, data, kBroadcastRoot, SchemeOptions{}.segment_bytes, /*tag=*/2, workers());
 }
 
-void broadcast_from_worker0(GradientExchange& exchange, Comm& comm, std::span<float> data) {
-  exchange.broadcast(comm, Tensor{data.data(), data.size(), DType::f32});
+void broadcast_from_worker0(GradientExchange& exchange, Comm& comm, Tensor data) {
+  exchange.broadcast(comm, data);
 }
 
 void serve_call(GradientExchange& exchange, Comm& comm, const ExchangeCall& call) {

@@ -96,13 +96,15 @@ struct ExchangeCall {
 // (PyTorch's fp16_compress_hook order, so the sum cannot overflow) and sum.
 // By all-reduce (DDP), or by reduce-scatter (ZeRO-2), which leaves worker
 // r's block r of `data` averaged and the rest as they were.
-void average_gradients(GradientExchange& exchange, Comm& comm, std::span<float> data,
+// `gradients` is f32, or phantom (sizes only, on a simulator that carries
+// no payloads).
+void average_gradients(GradientExchange& exchange, Comm& comm, Tensor gradients,
                        Compression compression, Collective collective,
                        std::vector<std::uint16_t>& scratch);
 ExchangeCall average_call(std::size_t count, Compression compression, Collective collective);
 
 // Worker 0's values to every worker (GradientExchange::broadcast).
-void broadcast_from_worker0(GradientExchange& exchange, Comm& comm, std::span<float> data);
+void broadcast_from_worker0(GradientExchange& exchange, Comm& comm, Tensor data);
 
 void serve_call(GradientExchange& exchange, Comm& comm, const ExchangeCall& call);
 

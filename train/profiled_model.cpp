@@ -40,10 +40,13 @@ double ProfiledModel::train_step(std::span<const float>, std::span<const std::si
   for (std::size_t l = params_.size(); l-- > 0;) {
     at += share_[l] * config_.forward_seconds * config_.backward_ratio;
     time.pass_until(at);
-    // A recognisable gradient (the layer index) so exchanges move real data.
+    // A recognisable gradient (the layer index) so exchanges move real
+    // data, unless the transport carries sizes only (grads left empty).
     const ParamSpan& p = params_[l];
-    std::fill_n(grads.begin() + static_cast<std::ptrdiff_t>(p.offset), p.count,
-                static_cast<float>(l));
+    if (!grads.empty()) {
+      std::fill_n(grads.begin() + static_cast<std::ptrdiff_t>(p.offset), p.count,
+                  static_cast<float>(l));
+    }
     if (ready) ready(l);
   }
   return 0.0;

@@ -87,17 +87,22 @@ void Reducer::launch_ready_locked() {
 
 void Reducer::exchange_bucket(std::size_t b) {
   const Bucket& bucket = buckets_[b];
-  const std::span<float> grads = grads_.subspan(bucket.offset, bucket.count);
   const double t0 = comm_.clock().now();
   const Collective collective =
       options_.shard ? Collective::reduce_scatter : Collective::all_reduce;
   const ExchangeCall call = average_call(bucket.count, options_.compression, collective);
-  average_gradients(exchange_, comm_, grads, options_.compression, collective, scratch_);
+  average_gradients(exchange_, comm_, bucket_tensor(grads_, bucket), options_.compression,
+                    collective, scratch_);
   const double t1 = comm_.clock().now();
   trace_span("bucket", b, call.count * dtype_size(call.dtype), t0, t1);
   std::lock_guard lock(mutex_);
   comm_seconds_ += t1 - t0;
   bucket_times_[b] = {t0, t1};
+}
+
+Tensor Reducer::bucket_tensor(std::span<float> all, const Bucket& bucket) const {
+  if (all.empty() && comm_.phantom_payloads()) return Tensor{nullptr, bucket.count, DType::f32};
+  return Tensor{all.data() + bucket.offset, bucket.count, DType::f32};
 }
 
 void Reducer::trace_span(const std::string& what, std::size_t b, std::size_t bytes, double t0,
@@ -115,7 +120,7 @@ double Reducer::gather(std::span<float> params) {
     for (std::size_t b = 0; b < buckets_.size(); ++b) {
       const Bucket& bucket = buckets_[b];
       const double s0 = comm_.clock().now();
-      exchange_.all_gather(comm_, Tensor{params.data() + bucket.offset, bucket.count, DType::f32});
+      exchange_.all_gather(comm_, bucket_tensor(params, bucket));
       const double s1 = comm_.clock().now();
       trace_span("all-gather", b, bucket.count * sizeof(float), s0, s1);
       std::lock_guard lock(mutex_);

@@ -67,6 +67,7 @@ struct ReducerOptions {
 
 class Reducer {
  public:
+  // `grads` is empty when `comm` carries sizes only (phantom payloads).
   Reducer(Comm& comm, GradientExchange& exchange, std::span<float> grads,
           std::vector<Bucket> buckets, const std::vector<ParamSpan>& params,
           ReducerOptions options);
@@ -104,6 +105,9 @@ class Reducer {
   void launch_all_locked();
   void exchange_bucket(std::size_t b);
   void trace_span(const std::string& what, std::size_t b, std::size_t bytes, double t0, double t1);
+  // A bucket's range of `all` (gradients or parameters); phantom when the
+  // transport carries sizes only and the buffers were left empty.
+  Tensor bucket_tensor(std::span<float> all, const Bucket& bucket) const;
   double replay();
   void enqueue_locked(std::function<void()> job);
   void loop();

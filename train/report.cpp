@@ -72,6 +72,7 @@ std::string percent_or_dash(const std::optional<double>& v) {
 
 const char* agreement(const TrainResult& t) {
   if (!t.synchronised) return "-";  // the no-sync baseline diverges by design
+  if (!t.payloads) return "-";      // sizes only: nothing to compare
   return t.replicas_agree ? "yes" : "NO";
 }
 
@@ -196,7 +197,8 @@ std::string train_csv(const std::vector<TrainRun>& runs) {
           << e.epoch << ',' << e.train_loss << ',' << e.test_loss << ',' << e.test_accuracy << ','
           << e.train_seconds << ',' << t.mean.iteration << ',' << t.mean.compute << ','
           << t.mean.comm << ',' << t.mean.exposed << ',' << t.samples_per_second << ','
-          << (t.replicas_agree ? 1 : 0) << ',' << (t.synchronised ? 1 : 0) << ','
+          << (t.payloads ? (t.replicas_agree ? "1" : "0") : "") << ',' << (t.synchronised ? 1 : 0)
+          << ','
           << cell(sent(t.wire)) << ',' << cell(received(t.wire)) << ','
           << cell(sent(t.declared)) << ',' << cell(received(t.declared)) << ','
           << cell(comm_share(runs, r)) << ',' << cell(scaling_efficiency(runs, r)) << '\n';
@@ -248,7 +250,8 @@ nlohmann::json train_json(const std::vector<TrainRun>& runs, const nlohmann::jso
                            {"zero", t.zero},
                            {"optimizer_state_bytes_per_worker", t.optimizer_state_bytes},
                            {"reduced_gradient_bytes_per_worker", t.reduced_gradient_bytes},
-                           {"replicas_agree", t.replicas_agree},
+                           {"replicas_agree", t.payloads ? nlohmann::json(t.replicas_agree)
+                                                         : nlohmann::json(nullptr)},
                            {"epochs", epochs}});
   }
   return out;

@@ -94,7 +94,10 @@ void check_train_workload(const TrainWorkload& w, const FieldNamer& field) {
   }
 }
 
-void check_train_memory(const TrainWorkload& w, int ranks_here, const FieldNamer& field) {
+void check_train_memory(const TrainWorkload& w, int ranks_here, const std::string& transport,
+                        const FieldNamer& field) {
+  // A profiled model on the simulator holds no buffers (sizes only).
+  if (carries_sizes_only(transport, w.model != "mlp")) return;
   constexpr double kFloat = 4;
   // Per worker: weights, gradients, the exchange's flat copy of them and up
   // to two optimizer moments for every parameter, plus (MLP) each layer's

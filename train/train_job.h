@@ -37,7 +37,8 @@ void check_train_workload(const TrainWorkload& workload, const FieldNamer& field
 // model, gradients, optimizer state and activations cannot fit in this
 // machine's memory when `ranks_here` workers share it. Loads nothing: the
 // MLP is sized with Fashion-MNIST's 784 inputs and 10 classes.
-void check_train_memory(const TrainWorkload& workload, int ranks_here, const FieldNamer& field);
+void check_train_memory(const TrainWorkload& workload, int ranks_here, const std::string& transport,
+                        const FieldNamer& field);
 
 // Where the ranks of one run live: a World of transport `name` made in this
 // process ("inproc" threads, or threads each holding a loopback endpoint

@@ -77,7 +77,10 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
   Model& model = *model_ptr;
   const std::size_t param_count = model.param_count();
   WorkerOutcome out;
-  ParamBuffer params(param_count), grads(param_count);
+  // Sizes only (an emulated model on the simulator): no buffers at all,
+  // so thousands of ranks fit; the exchanges move phantom tensors.
+  const bool phantom = comm.phantom_payloads();
+  ParamBuffer params(phantom ? 0 : param_count), grads(phantom ? 0 : param_count);
   // Every worker initialises differently; the broadcast makes them agree.
   model.init(params, config.seed + static_cast<std::uint64_t>(rank) * 7919);
   const bool sync = config.synchronise;
@@ -95,7 +98,8 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
   // is destroyed at the end of this function.
   Reducer reducer(comm, exchange, grads, std::move(buckets), model.params(),
                   {config.compression, config.overlap, trace, &time, sharded});
-  reducer.run([&] { broadcast_from_worker0(exchange, comm, params); });
+  const Tensor all_params{phantom ? nullptr : params.data(), param_count, DType::f32};
+  reducer.run([&] { broadcast_from_worker0(exchange, comm, all_params); });
   // The broadcast is not a step's traffic. The communication thread is idle
   // from here to each finish(), whose wait orders its counts before ours.
   const Traffic before_steps = comm.traffic();
@@ -281,6 +285,7 @@ TrainResult train_rank(Comm& comm, GradientExchange& exchange, const TrainConfig
   const std::vector<std::uint64_t> mine = encode_worker(own.sum, fnv1a(own.params), own.traffic, own.bucket_sums);
   const std::size_t record_bytes = mine.size() * sizeof(std::uint64_t);
   result.synchronised = config.synchronise;
+  result.payloads = !comm.phantom_payloads();
   result.params_hash = params_hash_word(mine);
   if (rank != 0) {
     comm.send(0, mine.data(), record_bytes, kTrainGatherTag);
@@ -343,9 +348,12 @@ TrainResult train_data_parallel(const std::string& scheme_name, const SchemeOpti
   // Bad input fails here, before any rank starts (or connects).
   training_steps_per_epoch(config, source.samples, exchange.workers());
   TrainResult result;
-  // Training needs the values: the simulator carries real payloads here.
+  // Training needs the values: the simulator carries real payloads, but
+  // for an emulated model, whose values mean nothing (its gradients are
+  // layer indices and no optimizer runs): its ranks carry sizes only, so
+  // thousands fit in memory, and the replicas are not compared.
   TransportOptions world_options = transport_options;
-  world_options.phantom_payloads = false;
+  world_options.phantom_payloads = carries_sizes_only(transport, source.make_model()->emulated());
   const auto world = make_world(transport, exchange.endpoints(), world_options);
   world->run([&](Comm& comm) {
     TrainResult r = train_rank(comm, exchange, config, source, trace, on_epoch);

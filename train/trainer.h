@@ -104,6 +104,9 @@ struct TrainResult {
   std::vector<float> params;  // worker 0's final parameters
   std::uint64_t params_hash = 0;  // FNV-1a of their bytes: compares runs across processes
   bool replicas_agree = false;  // every worker ended bit-identical to worker 0 (same hash)
+  // false: the ranks carried sizes only (an emulated model on the
+  // simulator), so replicas_agree compares nothing and is not reported.
+  bool payloads = true;
   // Per worker (worker 0's, the largest shard): the optimizer's state, and
   // the reduced gradients it keeps after the exchange (ZeRO-2: its shard;
   // the buffer backward writes into stays full-size either way, as do the
@@ -145,6 +148,13 @@ EpochRecord epoch_record(int epoch, double loss_sum, long batches, double train_
 // its step time is wanted. Reports name it kNoSyncRun.
 TrainConfig no_sync_baseline(TrainConfig config);
 inline constexpr const char* kNoSyncRun = "no_sync";
+
+// Whether a run's ranks carry sizes only (phantom payloads): an emulated
+// model's on the simulator, whose values mean nothing; they then hold no
+// parameter or gradient buffers.
+inline bool carries_sizes_only(const std::string& transport, bool emulated) {
+  return transport == "sim" && emulated;
+}
 
 // Throws ConfigError ("zero") for a ZeRO stage gradex does not run.
 void check_zero_stage(int zero);
