@@ -8,12 +8,14 @@ The figure follows what the files hold:
   - scaling: benchmark rows at one size per scheme over several worker
     counts: time (or link utilisation) against workers, points and model;
   - training: `gradex train` / training-scenario rows (an `epoch` column):
-    test accuracy against training time, and training loss per epoch.
+    test accuracy against training time, and training loss per epoch;
+  - train_scaling: training rows of a scheme at several worker counts: the
+    step's time and its exposed communication against workers.
 Several files overlay, each series labelled with its file's folder. Rows
 imported from nccl-tests (scripts/import_nccl_tests.py) sit beside
 gradex's as their own source.
 
-Usage: plot.py FILE... -o OUT.png [--kind busbw|scaling|training]
+Usage: plot.py FILE... -o OUT.png [--kind busbw|scaling|training|train_scaling]
        [--workers N,...] [--schemes A,B] [--y time|utilisation] [--title T]
 """
 import argparse
@@ -74,6 +76,8 @@ COLUMNS = {
     "scaling": {"scheme": str, "workers": int, "bytes": int, "time_s": float},
     "training": {"scheme": str, "workers": int, "epoch": int, "train_loss": float,
                  "test_accuracy": float, "train_seconds": float},
+    "train_scaling": {"scheme": str, "workers": int, "epoch": int, "iteration_s": float,
+                      "exposed_s": float},
 }
 
 
@@ -110,7 +114,11 @@ def check(rows, kind):
 
 def kind_of(rows):
     if "epoch" in rows[0]:
-        return "training"
+        check(rows, "training")
+        per_scheme = defaultdict(set)
+        for r in rows:
+            per_scheme[r["scheme"]].add(int(r["workers"]))
+        return "train_scaling" if any(len(w) > 1 for w in per_scheme.values()) else "training"
     if "bytes" not in rows[0]:
         fail("plot: these files hold neither benchmark nor training rows")
     check(rows, "scaling")
@@ -237,11 +245,36 @@ def plot_training(rows, _args, files):
     return fig
 
 
+def plot_train_scaling(rows, _args, files):
+    fig, (step, exposed) = plt.subplots(1, 2, figsize=(11, 4.5))
+    series = defaultdict(dict)
+    for r in rows:  # a run's last epoch stands for it
+        key = int(r["workers"])
+        kept = series[series_name(r, files)].get(key)
+        if kept is None or int(r["epoch"]) > int(kept["epoch"]):
+            series[series_name(r, files)][key] = r
+    for name, by_workers in sorted(series.items()):
+        x = sorted(by_workers)
+        line = step.plot(x, [float(by_workers[w]["iteration_s"]) * 1e3 for w in x], "o-", ms=4,
+                         label=name)[0]
+        exposed.plot(x, [float(by_workers[w]["exposed_s"]) * 1e3 for w in x], "o-", ms=4,
+                     color=line.get_color(), label=name)
+    for ax, what in ((step, "step time (ms)"), (exposed, "exposed communication (ms)")):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
+        ax.set_xlabel("workers N")
+        ax.set_ylabel(what)
+        ax.grid(True, which="both", alpha=0.3)
+    shared_legend(fig, step, "")
+    return fig
+
+
 def main():
     parser = argparse.ArgumentParser(prog="gradex plot", description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", help="results.csv files (gradex's, or imported)")
     parser.add_argument("-o", "--output", required=True, help="the figure (.png, .svg, .pdf)")
-    parser.add_argument("--kind", choices=["busbw", "scaling", "training"],
+    parser.add_argument("--kind", choices=["busbw", "scaling", "training", "train_scaling"],
                         help="default: what the files hold")
     parser.add_argument("--workers", help="busbw: only these worker counts (e.g. 4,8)")
     parser.add_argument("--schemes", help="only these schemes (e.g. ring,ps)")
@@ -267,8 +300,9 @@ def main():
         fail("plot: --y applies to --kind scaling")
     check(rows, kind)
     files = len({r["_file"] for r in rows})
-    fig = {"busbw": plot_busbw, "scaling": plot_scaling, "training": plot_training}[kind](
-        rows, args, files)
+    figures = {"busbw": plot_busbw, "scaling": plot_scaling, "training": plot_training,
+               "train_scaling": plot_train_scaling}
+    fig = figures[kind](rows, args, files)
     if args.title:
         fig.suptitle(args.title)
     try:
