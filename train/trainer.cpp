@@ -80,12 +80,14 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
   // Sizes only (an emulated model on the simulator): no buffers at all,
   // so thousands of ranks fit; the exchanges move phantom tensors.
   const bool phantom = comm.phantom_payloads();
+  GRADEX_ENFORCE(!phantom || model.emulated(), "a model that learns needs its values");
   ParamBuffer params(phantom ? 0 : param_count), grads(phantom ? 0 : param_count);
   // Every worker initialises differently; the broadcast makes them agree.
   model.init(params, config.seed + static_cast<std::uint64_t>(rank) * 7919);
   const bool sync = config.synchronise;
   const bool sharded = sync && config.zero == 2;
-  std::vector<Bucket> buckets = make_buckets(model.params(), config.bucket_bytes, config.first_bucket_bytes);
+  std::vector<Bucket> buckets =
+      make_buckets(model.params(), config.bucket_bytes, config.first_bucket_bytes);
   // The gradients this worker keeps reduced and the parameters it steps.
   const std::vector<ParamRange> kept =
       sharded ? zero_shard(buckets, rank, workers) : std::vector<ParamRange>{{0, param_count}};
@@ -268,7 +270,8 @@ TrainResult train_rank(Comm& comm, GradientExchange& exchange, const TrainConfig
   {
     const auto probe = source.make_model();
     result.param_count = probe->param_count();
-    const std::vector<Bucket> buckets = make_buckets(probe->params(), config.bucket_bytes, config.first_bucket_bytes);
+    const std::vector<Bucket> buckets =
+        make_buckets(probe->params(), config.bucket_bytes, config.first_bucket_bytes);
     step_calls = step_exchanges(buckets, config);
     result.buckets = buckets.size();
   }
