@@ -55,10 +55,14 @@ class Mpirun : public testing::ProcessTest {
     ProcessTest::SetUp();
   }
   // mpirun over loopback TCP, as root if need be; Open MPI's allocations
-  // that live until exit are not gradex's leaks.
+  // that live until exit are not gradex's leaks. Its session directory goes
+  // under this test's own folder: two mpiruns of concurrent test processes
+  // sharing /tmp/ompi.<host>.<uid> race, one removing it as the other
+  // creates its part ("A call to mkdir was unable to create ...").
   // `rendezvous` false: no GRADEX_RENDEZVOUS, the MPI job carries it.
   std::string mpirun(int n, bool rendezvous = true) const {
     return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+           "OMPI_MCA_orte_tmpdir_base=" + dir_.string() + " "
            "ASAN_OPTIONS=detect_leaks=0 timeout 120 mpirun -n " +
            std::to_string(n) +
            " --oversubscribe --mca btl tcp,self --mca pml ob1 --mca btl_tcp_if_include lo "
