@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "allreduce/ring.h"
 #include "common/cost_model.h"
 #include "common/errors.h"
 #include "ps/server.h"
@@ -41,10 +42,20 @@ Traffic ParameterServerScheme::expected_traffic(int endpoint, std::size_t count,
   const std::uint64_t elem = dtype_size(dtype);
   const int servers = layout_.servers();
   Traffic t;
+  // Hybrid: the workers' own servers' keys go round a ring of the workers
+  // (worker.cpp), and only the dedicated servers are pushed to and serve.
+  const bool hybrid = layout_.placement() == ServerPlacement::hybrid;
+  const int first_pushed = hybrid ? workers() : 0;
+  if (hybrid && endpoint < workers()) {
+    const std::size_t own = layout_.colocated_keys(count);
+    const std::size_t segment = chunk(dtype) * elem;
+    t += ring_reduce_scatter_traffic(endpoint, workers(), own, dtype, segment);
+    t += ring_all_gather_traffic(endpoint, workers(), own, dtype, segment);
+  }
   // Worker side: one push out and one pull in per chunk of each non-empty
   // shard whose server runs elsewhere (a shard hosted here is a local copy).
   if (endpoint < workers()) {
-    for (int k = 0; k < servers; ++k) {
+    for (int k = first_pushed; k < servers; ++k) {
       const std::uint64_t n = layout_.shard(count, k).count;
       if (n == 0 || layout_.host(k) == endpoint) continue;
       const std::uint64_t chunks = chunk_count(n, chunk(dtype));
@@ -58,6 +69,7 @@ Traffic ParameterServerScheme::expected_traffic(int endpoint, std::size_t count,
   // other than this endpoint, for each non-empty shard served here.
   const std::uint64_t peers = static_cast<std::uint64_t>(workers()) - (endpoint < workers());
   for (int k : layout_.hosted_on(endpoint)) {
+    if (k < first_pushed) continue;
     const std::uint64_t n = layout_.shard(count, k).count;
     if (n == 0) continue;
     const std::uint64_t chunks = chunk_count(n, chunk(dtype));
@@ -73,20 +85,27 @@ double ParameterServerScheme::model_time(std::size_t bytes, const Topology& topo
   if (bytes == 0) return 0;
   // Each port's bytes per phase: every worker's push of shard k to k's
   // host, then k's reply to every worker (f32 counts), on the port each
-  // message really takes (a node's intra port or its NIC).
+  // message really takes (a node's intra port or its NIC). Hybrid: the
+  // workers' own servers' keys go round a ring instead (worker.cpp), with
+  // the same bytes on every port, so they are counted the same way.
   const std::size_t count = bytes / dtype_size(DType::f32);
   const double elem = static_cast<double>(dtype_size(DType::f32));
-  std::vector<Flow> pushes, pulls;
-  double largest = 0;  // the largest shard: its chunks are the last to drain
+  const int first_pushed = layout_.placement() == ServerPlacement::hybrid ? workers() : 0;
+  std::vector<Flow> pushes, pulls, chunked;
+  double largest = 0;  // the largest pushed shard: its chunks are the last to drain
   for (int k = 0; k < layout_.servers(); ++k) {
     const double n = static_cast<double>(layout_.shard(count, k).count);
-    largest = std::max(largest, n);
     if (n == 0) continue;
+    if (k >= first_pushed) largest = std::max(largest, n);
     const int host = layout_.host(k);
     for (int w = 0; w < workers(); ++w) {
       if (w == host) continue;  // a local copy
       pushes.push_back({w, host, n * elem});
       pulls.push_back({host, w, n * elem});
+      if (k >= first_pushed) {
+        chunked.push_back(pushes.back());
+        chunked.push_back(pulls.back());
+      }
     }
   }
   if (pushes.empty()) return 0;  // everything is local (one worker hosting every server)
@@ -96,10 +115,26 @@ double ParameterServerScheme::model_time(std::size_t bytes, const Topology& topo
   // out) and drains (the last chunk's sums out) by one chunk's share.
   std::vector<Flow> both = pushes;
   both.insert(both.end(), pulls.begin(), pulls.end());
-  const double fill = std::min(1.0, static_cast<double>(chunk(DType::f32)) / largest);
-  std::vector<Flow> one_chunk = both;
-  for (Flow& f : one_chunk) f.bytes *= fill;
-  return slowest_flow(topology, both) + slowest_flow(topology, one_chunk);
+  double fill = 0;
+  if (largest > 0) {
+    const double share = std::min(1.0, static_cast<double>(chunk(DType::f32)) / largest);
+    for (Flow& f : chunked) f.bytes *= share;
+    fill = slowest_flow(topology, chunked);
+  }
+  // Hybrid's ring, with the keys split at the optimum, finishes with the
+  // busiest port; but its 2 (n-1) steps each wait a latency (one of them
+  // counted with the busiest port's bytes), which the dedicated servers'
+  // pipeline fill may not cover.
+  double ring_latency = 0;
+  const std::size_t own = layout_.colocated_keys(count);
+  if (own > 0 && workers() > 1) {
+    const double block = static_cast<double>(own) * elem / workers();
+    for (int w = 0; w < workers(); ++w) {
+      const double hop = topology.link(w, (w + 1) % workers()).delay(block);
+      ring_latency = std::max(ring_latency, (2.0 * (workers() - 1) - 1) * hop);
+    }
+  }
+  return slowest_flow(topology, both) + std::max(fill, ring_latency);
 }
 
 }  // namespace gradex

@@ -92,11 +92,16 @@ double ServerLayout::hybrid_share() const {
   return n * (n - k) / (n * n + k * n - 2 * k);
 }
 
+std::size_t ServerLayout::colocated_keys(std::size_t count) const {
+  if (placement_ != ServerPlacement::hybrid) return 0;
+  return static_cast<std::size_t>(std::llround(hybrid_share() * static_cast<double>(count)));
+}
+
 KeyRange ServerLayout::shard(std::size_t count, int server) const {
   if (placement_ != ServerPlacement::hybrid) return shard_range(count, servers_, server);
   // The workers' servers split the first `own` keys, the dedicated ones
   // the rest; an empty part leaves its servers without keys.
-  const auto own = static_cast<std::size_t>(std::llround(hybrid_share() * static_cast<double>(count)));
+  const std::size_t own = colocated_keys(count);
   if (server < workers_) return shard_range(own, workers_, server);
   const KeyRange r = shard_range(count - own, dedicated(), server - workers_);
   return {own + r.offset, r.count};

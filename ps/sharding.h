@@ -79,6 +79,9 @@ class ServerLayout {
   // and the time is then 2 n (n-1) S / ((n^2 + k n - 2k) B): the ring's
   // 2 (n-1)/n S/B at k = 0, S/B at k = n.
   double hybrid_share() const;
+  // Hybrid: the keys [0, colocated_keys) the workers' own servers share,
+  // one block each (BlockSplit, as shard() cuts them); 0 otherwise.
+  std::size_t colocated_keys(std::size_t count) const;
 
  private:
   int workers_;

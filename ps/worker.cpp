@@ -1,7 +1,9 @@
 #include "ps/worker.h"
 
 #include <algorithm>
+#include <numeric>
 
+#include "allreduce/ring.h"
 #include "common/errors.h"
 #include "ps/protocol.h"
 #include "ps/server.h"
@@ -22,6 +24,7 @@ std::vector<Request> PsWorker::each_chunk(Tensor data, Post post) {
     // of all converging on server 0's.
     for (int i = 0; i < servers; ++i) {
       const int k = layout_.server_at(comm_.rank(), i);
+      if (k < first_server_) continue;
       const KeyRange shard = layout_.shard(data.count, k);
       if (j >= chunk_count(shard.count, chunk_)) continue;
       const KeyRange r = chunk_range(shard, chunk_, j);
@@ -56,10 +59,59 @@ std::vector<Request> PsWorker::pull(Tensor out) {
   });
 }
 
+namespace {
+
+// BytePS's hybrid: n workers each summing x S of the keys, k dedicated
+// servers the rest. A worker's own server exchanges x S / n with each of
+// the other n-1 workers each way; here those bytes move as a ring's
+// reduce-scatter and all-gather over the x S keys (the ring's block r is
+// server r's shard, summed around the ring, then passed around), which
+// puts exactly the push/pull's 2 (n-1)/n x S through each NIC each way,
+// but as one flow per NIC direction instead of 2 (n-1).
+//
+// On a NIC shared fairly between its flows, that difference decides the
+// result. Beside 2 (n-1) co-located flows, a worker's k flows to the
+// dedicated servers would get k / (2 (n-1) + k) of its NIC (1/8 each at
+// n = 8, k = 2), a dedicated server's ingress would take n of them (half
+// its rate) and the dedicated shards, the larger, would finish last with
+// the workers' NICs idle. Beside one ring flow, each of the k flows gets
+// the B/n a dedicated server's NIC gives each of its n workers, the ring
+// the (n-k)/n B left, and every NIC stays busy to the end, as Theorem 1's
+// key split assumes (k < n; at k >= n the workers hold no keys).
+//
+// The pushes and pulls are posted before the ring starts and move while
+// it runs; the ring's messages travel in a sub-group of the workers, so
+// their tags never meet the servers'.
+void hybrid_round(Comm& comm, const ServerLayout& layout, std::size_t chunk, Tensor data,
+                  ReduceOp op) {
+  const int n = layout.workers();
+  PsWorker worker(comm, layout, chunk, /*first_server=*/n);
+  std::vector<Request> pulls = worker.pull(data);
+  std::vector<Request> pushes = worker.push(data);
+  const Tensor own = data.slice(0, layout.colocated_keys(data.count));
+  if (n > 1 && own.count > 0) {
+    std::vector<int> workers(static_cast<std::size_t>(n));
+    std::iota(workers.begin(), workers.end(), 0);
+    SubComm ring(comm, std::move(workers), /*tag_space=*/0);
+    const std::size_t segment = chunk * dtype_size(data.dtype);
+    ring_reduce_scatter(ring, own, combining_op(op), segment, /*tag=*/0);
+    ring_all_gather(ring, own, segment, /*tag=*/1);
+  }
+  worker.wait(pushes);
+  worker.wait(pulls);
+  finish_reduce(data, op, n);
+}
+
+}  // namespace
+
 void worker_round(Comm& comm, const ServerLayout& layout, std::size_t chunk, Tensor data,
                   ReduceOp op, ServerMemory& memory) {
   GRADEX_ENFORCE(!data.phantom() || comm.phantom_payloads(), "a worker needs its gradient, rank ",
                  comm.rank());
+  if (layout.placement() == ServerPlacement::hybrid) {
+    hybrid_round(comm, layout, chunk, data, op);
+    return;
+  }
   PsWorker worker(comm, layout, chunk);
   // Everything is posted before anything blocks: sends are rendezvous, so
   // a server (possibly this endpoint) can only answer once every worker's

@@ -16,8 +16,9 @@ namespace gradex {
 class PsWorker {
  public:
   // `chunk`: the pipelining chunk in elements (sharding.h; 0: whole shards).
-  PsWorker(Comm& comm, const ServerLayout& layout, std::size_t chunk)
-      : comm_(comm), layout_(layout), chunk_(chunk) {}
+  // Servers below `first_server` are left out (hybrid: the workers' own).
+  PsWorker(Comm& comm, const ServerLayout& layout, std::size_t chunk, int first_server = 0)
+      : comm_(comm), layout_(layout), chunk_(chunk), first_server_(first_server) {}
 
   // Sends each non-empty shard of `grad` to the endpoint of its server, in
   // chunks: chunk 0 of every shard, then chunk 1 of every shard, ..., so
@@ -41,12 +42,14 @@ class PsWorker {
   Comm& comm_;
   const ServerLayout& layout_;
   std::size_t chunk_;
+  int first_server_;
 };
 
 // One synchronous round on worker endpoint comm.rank(): push every shard,
 // pull every result, and run the servers this endpoint hosts (co-located
-// placement) in between, accumulating in `memory`. Ends with op over all
-// workers' `data`, in place.
+// placement) in between, accumulating in `memory`. Hybrid placement moves
+// the workers' own servers' keys as a ring among the workers instead (see
+// worker.cpp). Ends with op over all workers' `data`, in place.
 void worker_round(Comm& comm, const ServerLayout& layout, std::size_t chunk, Tensor data,
                   ReduceOp op, ServerMemory& memory);
 
