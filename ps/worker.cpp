@@ -1,6 +1,7 @@
 #include "ps/worker.h"
 
 #include <algorithm>
+#include <deque>
 #include <numeric>
 
 #include "allreduce/ring.h"
@@ -41,16 +42,28 @@ std::vector<Request> PsWorker::push(Tensor grad) {
 }
 
 void PsWorker::push_paced(Tensor grad) {
-  // Posting the next chunk only when the last has left keeps each server's
-  // ingress taking the workers' chunks in turn. Posted all at once, a
-  // shaped link books them in posting order, worker after worker, and a
-  // server would wait for every worker's first chunk until the last
-  // worker's turn came: the pipeline would not fill until the end.
+  // At most two rounds of chunks (one to every server, twice) are in
+  // flight: the next is posted once the oldest has been taken.
+  //
+  // Posted all at once, a shaped link books them in posting order, worker
+  // after worker, and a server would wait for every worker's first chunk
+  // until the last worker's turn came: the pipeline would not fill until
+  // the end. Posted one at a time, each send waits for its server to take
+  // it (sends are rendezvous), which it does in arrival order after the
+  // workers before this one: with many servers and small shards the
+  // workers then advance in a convoy, a latency per server per chunk.
+  const int pushed = layout_.servers() - first_server_;
+  const std::size_t window = 2 * static_cast<std::size_t>(std::max(1, pushed));
+  std::deque<Request> in_flight;
   each_chunk(grad, [&](int host, const Tensor& part, int k) {
-    Request sent = comm_.isend(host, part.data, part.bytes(), push_tag(k));
-    comm_.wait(sent);
-    return sent;
+    if (in_flight.size() >= window) {
+      comm_.wait(in_flight.front());
+      in_flight.pop_front();
+    }
+    in_flight.push_back(comm_.isend(host, part.data, part.bytes(), push_tag(k)));
+    return Request{};
   });
+  for (Request& r : in_flight) comm_.wait(r);
 }
 
 std::vector<Request> PsWorker::pull(Tensor out) {
