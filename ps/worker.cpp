@@ -42,8 +42,8 @@ std::vector<Request> PsWorker::push(Tensor grad) {
 }
 
 void PsWorker::push_paced(Tensor grad) {
-  // At most two rounds of chunks (one to every server, twice) are in
-  // flight: the next is posted once the oldest has been taken.
+  // At most one round of chunks (one to every server) is in flight: the
+  // next is posted once the oldest has been taken.
   //
   // Posted all at once, a shaped link books them in posting order, worker
   // after worker, and a server would wait for every worker's first chunk
@@ -53,7 +53,7 @@ void PsWorker::push_paced(Tensor grad) {
   // workers before this one: with many servers and small shards the
   // workers then advance in a convoy, a latency per server per chunk.
   const int pushed = layout_.servers() - first_server_;
-  const std::size_t window = 2 * static_cast<std::size_t>(std::max(1, pushed));
+  const std::size_t window = static_cast<std::size_t>(std::max(1, pushed));
   std::deque<Request> in_flight;
   each_chunk(grad, [&](int host, const Tensor& part, int k) {
     if (in_flight.size() >= window) {

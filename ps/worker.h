@@ -24,9 +24,8 @@ class PsWorker {
   // chunks: chunk 0 of every shard, then chunk 1 of every shard, ..., so
   // every server can start summing after one chunk per worker.
   std::vector<Request> push(Tensor grad);
-  // The same chunks, two rounds in flight at most: returns when all have
-  // been taken.
-  // Only for a worker that hosts no server (it blocks meanwhile).
+  // The same chunks, one round (a chunk per server) in flight at most:
+  // returns when all have been taken. Only for a worker that hosts no server (it blocks meanwhile).
   void push_paced(Tensor grad);
   // Receives each non-empty shard of the combined result into `out`, in
   // place and in the same chunk order. `out` may be the pushed buffer: a
