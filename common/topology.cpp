@@ -112,11 +112,15 @@ LinkShaper::Timing LinkShaper::reserve(int src, int dst, std::size_t bytes, doub
   std::lock_guard lock(mutex_);
   Port& out = local ? intra_port(src) : inter_port(src);
   Port& in = local ? intra_port(dst) : inter_port(dst);
-  const double start = std::max({now, out.egress_free, in.ingress_free});
-  const double done = start + spec.wire_bytes(payload) / spec.bytes_per_second;
-  out.egress_free = done;
-  in.ingress_free = done;
-  return {done, done + spec.delay(payload)};
+  // Each half is booked on its own (as PortShaper does across processes):
+  // the message leaves when the sender's egress is free, and crosses the
+  // receiver's ingress from then on, once that is free. A sender whose
+  // receiver is busy is not held: its NIC sends to other peers meanwhile.
+  const double serialise = spec.wire_bytes(payload) / spec.bytes_per_second;
+  const double start = std::max(now, out.egress_free);
+  out.egress_free = start + serialise;
+  in.ingress_free = std::max(start, in.ingress_free) + serialise;
+  return {out.egress_free, in.ingress_free + spec.delay(payload)};
 }
 
 }  // namespace gradex

@@ -187,11 +187,24 @@ TEST(LinkShaper, SerialisesAtTheSharedIngress) {
   // ingress takes them one after another (the PS bottleneck of claims A1-A3).
   LinkSpec link{1e6, 0.001};
   LinkShaper shaper(Topology::grouped(4, 1, 1, {}, link));
+  // Each worker's own NIC is free again after its second.
   for (int w = 0; w < 4; ++w) {
     const auto t = shaper.reserve(w, 4, 1'000'000, 0.0);
-    EXPECT_DOUBLE_EQ(t.sender_free, w + 1.0);
+    EXPECT_DOUBLE_EQ(t.sender_free, 1.0);
     EXPECT_DOUBLE_EQ(t.arrival, w + 1.0 + 0.001);
   }
+}
+
+TEST(LinkShaper, ABusyReceiverDoesNotHoldTheSender) {
+  // Worker 1's push to the server waits for worker 0's at the server's
+  // ingress, but worker 1's NIC sends its next message, to worker 2, from
+  // the second its first left it: each half of the link is booked alone.
+  LinkShaper shaper(Topology::grouped(4, 1, 1, {}, {1e6, 0}));
+  EXPECT_DOUBLE_EQ(shaper.reserve(0, 4, 1'000'000, 0.0).arrival, 1.0);
+  EXPECT_DOUBLE_EQ(shaper.reserve(1, 4, 1'000'000, 0.0).arrival, 2.0);
+  const auto next = shaper.reserve(1, 2, 1'000'000, 0.0);
+  EXPECT_DOUBLE_EQ(next.sender_free, 2.0);
+  EXPECT_DOUBLE_EQ(next.arrival, 2.0);
 }
 
 TEST(LinkShaper, ZeroByteSignalsDoNotQueueBehindData) {
