@@ -28,6 +28,7 @@
 #include "common/errors.h"
 #include "transport/group_endpoint.h"
 #include "runner/group_run.h"
+#include "runner/hostfile.h"
 #include "runner/join_group.h"
 #include "runner/launch_env.h"
 #include "runner/report.h"
@@ -41,6 +42,7 @@ struct LaunchFlags {
   ScenarioFlags scenario;
   int workers = 0;
   bool quiet = false;
+  std::string hostfile;  // the launcher's only: where each rank runs
 };
 
 // The participant's command line: the launcher's, minus what only the
@@ -65,7 +67,10 @@ std::vector<std::string> participant_args(const LaunchFlags& f) {
 }
 
 int run_launcher(const LaunchFlags& f, const RunPlan& plan) {
-  return launch_local_group(participant_args(f), group_size(plan), plan.scenario.timeout);
+  const int size = group_size(plan);
+  std::vector<std::string> hosts;
+  if (!f.hostfile.empty()) hosts = place_ranks(read_hostfile(f.hostfile), size);
+  return launch_group(participant_args(f), size, plan.scenario.timeout, hosts);
 }
 
 int run_participant(const LaunchEnv& env, const LaunchFlags& f, const RunPlan& plan) {
@@ -155,11 +160,20 @@ Command add_launch_command(CLI::App& parent) {
                   "folder for results.csv and results.json (overrides the scenario's \"output\")");
   cmd->add_flag("--no-output", f->scenario.no_output, "write no result files");
   cmd->add_flag("-q,--quiet", f->quiet, "print only the summary");
+  cmd->add_option("--hostfile", f->hostfile,
+                  "start the ranks on these hosts (lines 'host [slots=K]', filled in order; "
+                  "others than this one through GRADEX_RSH, default ssh)");
   add_unshaped_flag(*cmd, f->scenario);
   add_collective_flag(*cmd, f->scenario);
   return {cmd, [f] {
             if (f->workers > 0) f->scenario.workers = {f->workers};
             auto env = launch_env([](const char* name) { return std::getenv(name); });
+            if (env && !f->hostfile.empty()) {
+              throw ConfigError("--hostfile",
+                                detail::concat("applies to the launcher (gradex launch -n N), not to a "
+                                               "rank (", env->source, " variables make this rank ",
+                                               env->rank, ")"));
+            }
             // Started by mpirun: join its MPI job before planning, so that
             // the MPI baselines can be planned and run next to our schemes.
             std::optional<MpiJob> mpi;

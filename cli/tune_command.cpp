@@ -86,7 +86,7 @@ std::vector<ResultRow> launched_round(const Scenario& sc, int workers,
   ::close(log);
   int code = 0;
   try {
-    code = launch_local_group({"launch", file.string(), "-n", std::to_string(workers), "-q"},
+    code = launch_group({"launch", file.string(), "-n", std::to_string(workers), "-q"},
                               workers, sc.timeout);
   } catch (...) {
     ::dup2(saved, STDOUT_FILENO);

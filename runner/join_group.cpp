@@ -5,7 +5,10 @@
 
 #include <boost/asio.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -15,6 +18,7 @@
 #include "common/cancel.h"
 #include "common/debug_log.h"
 #include "common/errors.h"
+#include "runner/hostfile.h"
 #include "runner/spawn.h"
 #include "transport/rendezvous.h"
 #include "transport/wire/auth.h"
@@ -71,15 +75,36 @@ std::string free_loopback_rendezvous() { return free_rendezvous("127.0.0.1", "12
 
 std::string random_token() { return wire::random_hex(32); }
 
-int launch_local_group(const std::vector<std::string>& args, int size,
-                       std::chrono::milliseconds timeout) {
+namespace {
+
+std::string this_host_name() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) throw Error("cannot read this host's name");
+  return name;
+}
+
+// Where rank 0, on `host`, hosts the store for ranks on several hosts.
+std::string rendezvous_on(const std::string& host) {
+  if (is_this_host(host)) return free_rendezvous("0.0.0.0", this_host_name());
+  std::mt19937 pick(std::random_device{}());
+  return host + ":" + std::to_string(std::uniform_int_distribution<int>(20000, 31999)(pick));
+}
+
+}  // namespace
+
+int launch_group(const std::vector<std::string>& args, int size, std::chrono::milliseconds timeout,
+                 const std::vector<std::string>& hosts) {
+  const bool spread = std::any_of(hosts.begin(), hosts.end(),
+                                  [](const std::string& h) { return !is_this_host(h); });
   const char* token = std::getenv("GRADEX_TOKEN");
-  const EnvVars env = {
-      {"GRADEX_RENDEZVOUS", free_loopback_rendezvous()},
+  EnvVars env = {
+      {"GRADEX_RENDEZVOUS", spread ? rendezvous_on(hosts.front()) : free_loopback_rendezvous()},
       {"GRADEX_TOKEN", token && *token ? token : random_token()},
   };
+  if (spread && std::getenv("GRADEX_BIND") == nullptr) env.push_back({"GRADEX_BIND", "0.0.0.0"});
+  GRADEX_DEBUG_LOG("launcher: ", size, " ranks, rendezvous ", env.front().second);
   throw_if_cancelled();  // a signal before the ranks start: start none
-  const auto children = spawn_ranks(args, size, env);
+  const auto children = spawn_ranks(args, size, env, hosts);
   // After a failure the survivors end within their own wait timeout.
   return supervise(children, timeout + std::chrono::seconds(5), std::cerr);
 }

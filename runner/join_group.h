@@ -29,13 +29,20 @@ std::string free_rendezvous(const std::string& bind_host, const std::string& adv
 // none, the ranks' only defence on a shared host.
 std::string random_token();
 
-// Runs `size` copies of this executable on this machine with `args`
-// (argv[1..]: a `launch` command line), meeting at a free loopback
-// rendezvous with the environment's GRADEX_TOKEN or a random one, and
-// waits for them all (runner/spawn.h: one failing ends the rest within
-// `timeout` plus a grace). Returns the launcher's exit code.
-int launch_local_group(const std::vector<std::string>& args, int size,
-                       std::chrono::milliseconds timeout);
+// Runs `size` copies of this executable with `args` (argv[1..]: a
+// `launch` command line) with the environment's GRADEX_TOKEN or a random
+// one, and waits for them all (runner/spawn.h: one failing ends the rest
+// within `timeout` plus a grace). Returns the launcher's exit code.
+//
+// Without `hosts` (one per rank, runner/hostfile.h) every rank runs here
+// and they meet at a free loopback rendezvous. With hosts elsewhere, every
+// rank binds every interface (GRADEX_BIND=0.0.0.0, unless set here for the
+// ranks here), and the rendezvous is on rank 0's host: a free port of this
+// machine under its host name when rank 0 runs here, else a port of
+// [20000, 32000) picked at random on rank 0's host, which rank 0 binds or
+// fails naming it.
+int launch_group(const std::vector<std::string>& args, int size, std::chrono::milliseconds timeout,
+                 const std::vector<std::string>& hosts = {});
 
 // This process's endpoint of `transport` in a group of `size`, connected:
 // env gives the rank, the store, the token and the addresses; `options`

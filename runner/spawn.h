@@ -18,7 +18,20 @@ using EnvVars = std::vector<std::pair<std::string, std::string>>;
 // process's environment. Each copy is killed when this process ends, however
 // it ends (PR_SET_PDEATHSIG), so no rank outlives its launcher. Returns the
 // pids in rank order.
-std::vector<pid_t> spawn_ranks(const std::vector<std::string>& args, int count, const EnvVars& env);
+//
+// `hosts` (empty, or one per rank) names where each rank runs. A rank on
+// another host (runner/hostfile.h: is_this_host) is started through the
+// remote shell, GRADEX_RSH split at spaces (default kRemoteShell), as
+// `RSH HOST 'cd CWD && ... exec env VARS EXE ARGS'`: the same executable
+// path and working directory on every host, as mpirun assumes, with only
+// `env` and the rank's own variables (plus GRADEX_DEBUG when set here),
+// and GRADEX_TOKEN read from the shell's standard input, never on a
+// command line that others on that host could list. The pid is the remote
+// shell's: killing it ends the connection, and the remote rank, if it
+// outlives that, ends at its own wait deadline.
+inline constexpr const char* kRemoteShell = "ssh -o BatchMode=yes";
+std::vector<pid_t> spawn_ranks(const std::vector<std::string>& args, int count, const EnvVars& env,
+                               const std::vector<std::string>& hosts = {});
 
 // Waits for every child. Once one fails, the others get `grace` to end on
 // their own (they should, within their wait timeout) and are then killed,

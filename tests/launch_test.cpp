@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -24,6 +25,7 @@
 #include "transport/rendezvous.h"
 #include "hostile_peer.h"
 #include "process_fixture.h"
+#include "runner/hostfile.h"
 #include "runner/launch_env.h"
 
 namespace gradex {
@@ -116,6 +118,123 @@ TEST_F(Launch, TwoHostsRecipeOnTwoLoopbackAddresses) {
   EXPECT_NE(o.find("launched: 4 processes over tcp (ranks from GRADEX variables)"),
             std::string::npos) << o;
   EXPECT_NE(o.find("Out of bounds values : 0 OK"), std::string::npos) << o;
+}
+
+// --hostfile: the ranks fill the hosts by slot in the file's order, and
+// those on another host start through GRADEX_RSH. The stand-in here logs
+// the host and its command and runs the command on this machine, as `ssh
+// HOST CMD` would run it there; 127.0.0.2 and 127.0.0.3 are loopback
+// addresses, so the ranks "on" them can bind and be dialled. The token
+// reaches them on standard input, never on a command line.
+TEST_F(Launch, AHostfilePlacesRanksBySlotThroughTheRemoteShell) {
+  const fs::path sc = write("ps.json", R"({"name": "ps", "transport": "tcp", "workers": 3,
+      "sizes": [65536], "iters": 2, "warmup_iters": 1, "schemes": ["ring", "ps"],
+      "ps": {"servers": 1}, "timeout_ms": 10000})");
+  const fs::path log = dir_ / "rsh.log";
+  const fs::path rsh = write(
+      "rsh.sh", "#!/bin/sh\nrank=$(printf '%s' \"$2\" | grep -o 'GRADEX_RANK=[0-9]*')\n"
+                "printf '%s %s\\n' \"$1\" \"$rank\" >> " + log.string() +
+                "\nprintf '%s\\n' \"$2\" >> " + log.string() + ".commands\nexec sh -c \"$2\"\n");
+  fs::permissions(rsh, fs::perms::owner_all);
+  struct Case {
+    std::string hosts;
+    std::vector<std::string> remote;  // the remote shell's calls: host and rank
+  };
+  for (const Case& c :
+       {Case{"# rank 0 here\nlocalhost slots=1\n127.0.0.2 slots=2  # two\n127.0.0.3 slots=4\n",
+             {"127.0.0.2 GRADEX_RANK=1", "127.0.0.2 GRADEX_RANK=2", "127.0.0.3 GRADEX_RANK=3"}},
+        // Rank 0 elsewhere: the rendezvous is on its host.
+        Case{"127.0.0.2 slots=2\nlocalhost slots=2\n",
+             {"127.0.0.2 GRADEX_RANK=0", "127.0.0.2 GRADEX_RANK=1"}}}) {
+    SCOPED_TRACE(c.hosts);
+    fs::remove(log);
+    fs::remove(log.string() + ".commands");
+    const fs::path hosts = write("hosts", c.hosts);
+    ASSERT_EQ(shell("GRADEX_TOKEN=hostfile-secret GRADEX_RSH=" + rsh.string() + " " + kGradex +
+                    " launch -n 3 --no-output --hostfile " + hosts.string() + " " + sc.string()),
+              0)
+        << slurp(dir_ / "stderr");
+    const std::string o = slurp(dir_ / "stdout");
+    EXPECT_NE(o.find("launched: 4 processes over tcp"), std::string::npos) << o;
+    EXPECT_NE(o.find("Out of bounds values : 0 OK"), std::string::npos) << o;
+    std::vector<std::string> calls;  // they start concurrently: sorted
+    std::istringstream lines(slurp(log));
+    for (std::string line; std::getline(lines, line);) calls.push_back(line);
+    std::sort(calls.begin(), calls.end());
+    EXPECT_EQ(calls, c.remote);
+    const std::string commands = slurp(log.string() + ".commands");
+    EXPECT_EQ(commands.find("hostfile-secret"), std::string::npos) << commands;
+    EXPECT_NE(commands.find("read -r GRADEX_TOKEN"), std::string::npos) << commands;
+    EXPECT_NE(commands.find("'GRADEX_BIND=0.0.0.0'"), std::string::npos) << commands;
+  }
+}
+
+// A hostfile with too few slots, a malformed line, or given to a rank
+// rather than the launcher: exit 2, the file or flag named, nothing run.
+TEST_F(Launch, ABadHostfileIsNamed) {
+  const fs::path sc = write("ring.json", R"({"name": "r", "transport": "tcp", "workers": 2,
+      "sizes": [4096], "iters": 1, "schemes": ["ring"], "timeout_ms": 10000})");
+  const fs::path small = write("small", "localhost slots=1\n127.0.0.2\n");
+  EXPECT_EQ(shell(kGradex + " launch -n 3 --no-output --hostfile " + small.string() + " " +
+                  sc.string()),
+            2);
+  EXPECT_NE(slurp(dir_ / "stderr").find("--hostfile: the hosts have 2 slots for 3 processes"),
+            std::string::npos)
+      << slurp(dir_ / "stderr");
+  const fs::path bad = write("bad", "localhost slots=2\nnode02 slot=4\n");
+  EXPECT_EQ(shell(kGradex + " launch -n 2 --no-output --hostfile " + bad.string() + " " +
+                  sc.string()),
+            2);
+  EXPECT_NE(slurp(dir_ / "stderr").find(bad.string() + ":2: unknown word 'slot=4'"),
+            std::string::npos)
+      << slurp(dir_ / "stderr");
+  EXPECT_EQ(shell("GRADEX_RANK=0 GRADEX_WORLD_SIZE=2 GRADEX_RENDEZVOUS=127.0.0.1:1 " + kGradex +
+                  " launch -n 2 --no-output --hostfile " + small.string() + " " + sc.string()),
+            2);
+  EXPECT_NE(slurp(dir_ / "stderr").find("--hostfile: applies to the launcher"), std::string::npos)
+      << slurp(dir_ / "stderr");
+}
+
+// A host the remote shell cannot reach: its rank's shell fails, the
+// launcher names that rank, ends the others and exits non-zero.
+TEST_F(Launch, AnUnreachableHostEndsTheRunNamingItsRank) {
+  const fs::path sc = write("ring.json", R"({"name": "r", "transport": "tcp", "workers": 2,
+      "sizes": [4096], "iters": 1, "schemes": ["ring"], "timeout_ms": 2000})");
+  const fs::path hosts = write("hosts", "localhost\nunreachable\n");
+  EXPECT_NE(shell("GRADEX_RSH=false " + kGradex + " launch -n 2 --no-output --hostfile " +
+                  hosts.string() + " " + sc.string()),
+            0);
+  EXPECT_NE(slurp(dir_ / "stderr").find("gradex launch: rank 1 (pid "), std::string::npos)
+      << slurp(dir_ / "stderr");
+}
+
+TEST(Hostfile, ParsesOpenMpisFormatAndPlacesBySlot) {
+  std::istringstream in("# cluster\n\nnode01 slots=2\n  node02   # one slot\nnode03 slots=3\n");
+  const auto hosts = parse_hostfile(in, "h");
+  ASSERT_EQ(hosts.size(), 3u);
+  EXPECT_EQ(hosts[1].host, "node02");
+  EXPECT_EQ(hosts[1].slots, 1);
+  EXPECT_EQ(place_ranks(hosts, 4),
+            (std::vector<std::string>{"node01", "node01", "node02", "node03"}));
+  EXPECT_EQ(place_ranks(hosts, 6).back(), "node03");
+  const auto error = [](const std::string& text) {
+    std::istringstream bad(text);
+    try {
+      parse_hostfile(bad, "h");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error("a slots=0\n"), "h:1: slots must be a positive integer, got '0'");
+  EXPECT_EQ(error("a slots=2x\n"), "h:1: slots must be a positive integer, got '2x'");
+  EXPECT_EQ(error("a\nb\na slots=2\n"),
+            "h:3: host 'a' is listed twice (give it one line with its slots)");
+  EXPECT_EQ(error("slots=2\n"), "h:1: expected a host name first, got 'slots=2'");
+  EXPECT_EQ(error("# nothing\n"), "h: lists no host");
+  EXPECT_THROW(place_ranks(hosts, 7), ConfigError);
+  EXPECT_TRUE(is_this_host("localhost"));
+  EXPECT_FALSE(is_this_host("127.0.0.2"));
 }
 
 // The PS's server has nothing to do while the ring runs; it meets the
