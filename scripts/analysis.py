@@ -272,18 +272,50 @@ def theorem_one(a):
     size, bandwidth = 1e9, 25e9
     lines = ["| n | k | Theorem 1 | model | simulated | simulated / Theorem 1 | within 5% | ring (simulated) |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    curves = {}  # n -> (ring seconds, [(k, theorem, model, simulated)])
     for n, ks in ((8, (0, 1, 2, 4, 8)), (32, (0, 1, 2, 4, 8, 16, 32))):
         ring = a.sim(f"t1_ring_n{n}", [n], ["ring"], "1GB", flat("25GB/s"),
                      segment="1MiB")[("ring", n)]
+        curves[n] = (float(ring["time_s"]), [])
         for k in ks:
             r = a.sim(f"t1_hybrid_n{n}_k{k}", [n], ["ps_hybrid"], "1GB", flat("25GB/s"),
                       servers=k, segment="1MiB")[("ps_hybrid", n)]
             theorem = 2 * n * (n - 1) * size / ((n * n + k * n - 2 * k) * bandwidth)
+            curves[n][1].append((k, theorem, float(r["model_time_s"]), float(r["time_s"])))
             ratio = float(r['time_s']) / theorem
             lines.append(f"| {n} | {k} | {ms(theorem)} | {ms(r['model_time_s'])} | "
                          f"{ms(r['time_s'])} | {ratio:.3f} | {'yes' if abs(ratio - 1) <= 0.05 else 'NO'} | "
                          f"{ms(ring['time_s'])} |")
-    return lines
+    return lines, curves
+
+
+def theorem_one_figure(curves, path):
+    """Time against k per n: the theorem's curve, the model and the
+    simulation of ps_hybrid, and the simulated ring as a level line."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(curves), figsize=(5.2 * len(curves), 4), squeeze=False)
+    for ax, (n, (ring, points)) in zip(axes[0], sorted(curves.items())):
+        ks = [p[0] for p in points]
+        fine = [k * max(ks) / 200 for k in range(201)]
+        ax.plot(fine, [2 * n * (n - 1) * 1e9 / ((n * n + k * n - 2 * k) * 25e9) * 1e3 for k in fine],
+                color="black", linewidth=1, label="Theorem 1")
+        ax.plot(ks, [p[2] * 1e3 for p in points], "s", markerfacecolor="none", color="tab:blue",
+                label="ps_hybrid, model")
+        ax.plot(ks, [p[3] * 1e3 for p in points], "o", markersize=4, color="tab:orange",
+                label="ps_hybrid, simulated")
+        ax.axhline(ring * 1e3, color="tab:green", linestyle="--", label="ring, simulated")
+        ax.set_title(f"n = {n} workers")
+        ax.set_xlabel("dedicated servers k")
+        ax.set_ylabel("time of a 1 GB all-reduce (ms)")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(loc="lower left", fontsize=8)
+    fig.suptitle("BytePS's hybrid PS against extra servers, 25 GB/s NICs (simulated)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def shaped_check(a):
@@ -311,7 +343,8 @@ def main():
         sys.exit(__doc__)
     a = Analysis(sys.argv[1], sys.argv[2])
     claims(a)
-    theorem = theorem_one(a)
+    theorem, curves = theorem_one(a)
+    theorem_one_figure(curves, a.out / "theorem_one.png")
     check, ok = shaped_check(a)
     out = [
         "# The bandwidth-bottleneck analysis (claims A1-A17), reproduced",
@@ -333,7 +366,9 @@ def main():
             "at the optimum, 1 MiB chunks pipelined), 1 GB over 25 GB/s NICs, latency 0:",
             "BytePS (OSDI 2020) proves t = 2 n (n-1) S / ((n^2 + k n - 2k) B), which is the",
             "ring's 2 (n-1)/n S/B at k = 0 and S/B at k = n. Each row's scenario is in",
-            "`runs/t1_hybrid_n<n>_k<k>/`.", ""] + theorem
+            "`runs/t1_hybrid_n<n>_k<k>/`.", "",
+            "![time against k: Theorem 1, ps_hybrid's model and simulation, the ring](theorem_one.png)",
+            ""] + theorem
     out += ["", "## Shaped real run against the simulator", "",
             "The same scenario (`runs/shaped_real/scenario.json`: 4 workers, 4 MiB, 50 MB/s NICs,",
             "50 us latency, dedicated PS server) run on in-process threads through link shaping",
