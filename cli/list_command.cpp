@@ -77,7 +77,10 @@ Command add_list_command(CLI::App& parent) {
                            return std::string(p.hardware) + ": " + std::to_string(p.gpus) +
                                   " ranks per node, intra_node " + std::string(p.intra_node) +
                                   ", inter_node " + std::string(p.inter_node) +
-                                  (p.nic_per_node ? ", one NIC per node" : ", one NIC per rank");
+                                  (p.nic_per_node ? ", one NIC per node" : ", one NIC per rank") +
+                                  (p.reducing_switch.empty()
+                                       ? std::string()
+                                       : ", switch " + std::string(p.reducing_switch));
                          });
             return kExitOk;
           }};

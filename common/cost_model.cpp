@@ -26,9 +26,13 @@ double slowest_flow(const Topology& topology, const std::vector<Flow>& flows) {
   for (const Flow& f : flows) {
     if (f.src == f.dst) continue;
     const LinkSpec& link = topology.link(f.src, f.dst);
-    const double busier = std::max(egress[port_to(topology, f.src, f.dst)],
-                                   ingress[port_to(topology, f.dst, f.src)]);
-    const double serialise = link.unlimited() ? 0.0 : busier / link.bytes_per_second;
+    // Each port at its own rate (a switch's port and a GPU's differ).
+    const double serialise =
+        link.unlimited() ? 0.0
+                         : std::max(egress[port_to(topology, f.src, f.dst)] /
+                                        topology.port_rate(f.src, f.dst),
+                                    ingress[port_to(topology, f.dst, f.src)] /
+                                        topology.port_rate(f.dst, f.src));
     worst = std::max(worst, link.delay(f.bytes) + serialise);
   }
   return worst;

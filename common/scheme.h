@@ -95,6 +95,9 @@ class Scheme {
   // plan can refuse what will not fit in memory before it runs (auto's
   // copy of the input while it measures).
   virtual int scratch_buffers() const { return 0; }
+  // True when the endpoints after the workers are a switch's ports that
+  // sum (Topology::first_switch_port): the run's topology puts them there.
+  virtual bool reduces_in_network() const { return false; }
   // A scheme that delegates (auto): the scheme it ran at `bytes`; empty
   // for every other scheme, or before it has run at that size.
   virtual std::string chosen_for(std::size_t /*bytes*/) const { return {}; }

@@ -57,11 +57,17 @@ int Topology::nodes() const {
 double Topology::egress_capacity() const {
   if (!shaped()) return 0;
   std::vector<int> per_node;
-  for (int n : node_of) {
+  double total = 0;
+  for (int e = 0; e < endpoints(); ++e) {
+    // A switch's port sends at the switch's rate, whichever node it is on.
+    if (switch_port(e)) {
+      total += switch_link.bytes_per_second;
+      continue;
+    }
+    const int n = node_of[static_cast<std::size_t>(e)];
     if (n >= static_cast<int>(per_node.size())) per_node.resize(static_cast<std::size_t>(n) + 1);
     per_node[static_cast<std::size_t>(n)]++;
   }
-  double total = 0;
   const bool multi_node = nodes() > 1;
   for (int count : per_node) {
     if (count == 0) continue;
@@ -69,6 +75,15 @@ double Topology::egress_capacity() const {
     if (multi_node) total += (nic_per_node ? 1 : count) * inter.bytes_per_second;
   }
   return total;
+}
+
+void Topology::make_switch(int first, LinkSpec link, bool in_node) {
+  GRADEX_ENFORCE(first >= 1 && first <= endpoints(), "switch ports from ", first, " of ", endpoints());
+  first_switch_port = first;
+  switch_link = std::move(link);
+  if (in_node) {
+    for (int e = first; e < endpoints(); ++e) node_of[static_cast<std::size_t>(e)] = node_of.front();
+  }
 }
 
 Topology Topology::grouped(int workers, int per_node, int servers, LinkSpec intra,
@@ -101,7 +116,7 @@ LinkShaper::Port& LinkShaper::inter_port(int endpoint) {
 
 LinkShaper::Timing LinkShaper::reserve(int src, int dst, std::size_t bytes, double now) {
   const bool local = topology_.same_node(src, dst);
-  const LinkSpec& spec = local ? topology_.intra : topology_.inter;
+  const LinkSpec& spec = topology_.link(src, dst);  // a switch port's rate when one is an end
   const double payload = static_cast<double>(bytes);
   if (src == dst || spec.unlimited()) return {now, now + (src == dst ? 0 : spec.delay(payload))};
   // A zero-byte message (a barrier's signal) carries nothing to serialise:
@@ -116,11 +131,12 @@ LinkShaper::Timing LinkShaper::reserve(int src, int dst, std::size_t bytes, doub
   // the message leaves when the sender's egress is free, and crosses the
   // receiver's ingress from then on, once that is free. A sender whose
   // receiver is busy is not held: its NIC sends to other peers meanwhile.
-  const double serialise = spec.wire_bytes(payload) / spec.bytes_per_second;
+  // Each port at its own rate (a switch's port and a GPU's differ).
+  const double wire = spec.wire_bytes(payload);
   const double start = std::max(now, out.egress_free);
-  out.egress_free = start + serialise;
-  in.ingress_free = std::max(start, in.ingress_free) + serialise;
-  return {out.egress_free, in.ingress_free + spec.delay(payload)};
+  out.egress_free = start + wire / topology_.port_rate(src, dst);
+  in.ingress_free = std::max(start, in.ingress_free) + wire / topology_.port_rate(dst, src);
+  return {out.egress_free, std::max(out.egress_free, in.ingress_free) + spec.delay(payload)};
 }
 
 }  // namespace gradex

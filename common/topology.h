@@ -67,16 +67,40 @@ struct Topology {
   LinkSpec intra;            // between endpoints of one node
   LinkSpec inter;            // between nodes
   bool nic_per_node = false; // inter-node NIC shared by the node's endpoints
+  // In-network reduction (the in_network scheme): the endpoints from
+  // first_switch_port on are the ports of a switch that sums what reaches
+  // it (NVLS inside an NVSwitch node, SHARP in an InfiniBand switch). A
+  // message to or from one crosses `switch_link`, whose rate is what the
+  // switch reduces per port; the GPU's side is its own port of the node's
+  // link (a switch on its node) or its NIC. -1: no switch.
+  int first_switch_port = -1;
+  LinkSpec switch_link;
 
   int endpoints() const { return static_cast<int>(node_of.size()); }
   int nodes() const;
   bool same_node(int a, int b) const { return node_of.at(a) == node_of.at(b); }
-  const LinkSpec& link(int a, int b) const { return same_node(a, b) ? intra : inter; }
+  bool switch_port(int e) const { return first_switch_port >= 0 && e >= first_switch_port; }
+  const LinkSpec& link(int a, int b) const {
+    if (switch_port(a) || switch_port(b)) return switch_link;
+    return same_node(a, b) ? intra : inter;
+  }
+  // The rate of `endpoint`'s port toward `peer` (bytes/s, 0: unlimited):
+  // the link's, except that a switch's port runs at the switch's and a
+  // GPU's port toward a switch at its own link's (NVLink, or its NIC).
+  double port_rate(int endpoint, int peer) const {
+    if (switch_port(endpoint)) return switch_link.bytes_per_second;
+    return (same_node(endpoint, peer) ? intra : inter).bytes_per_second;
+  }
   bool shaped() const { return !intra.unlimited() || !inter.unlimited(); }
   // Sum of egress rates of every port that can carry traffic (intra ports
   // on nodes of two or more endpoints, inter ports when there are two or
   // more nodes): the denominator of utilisation. 0 when unshaped.
   double egress_capacity() const;
+
+  // Makes endpoints [first, endpoints()) the ports of a switch that sums,
+  // at `link`: moved onto node 0, the GPUs' own, when `in_node` (NVLS),
+  // else left on their nodes (SHARP, reached through the GPUs' NICs).
+  void make_switch(int first, LinkSpec link, bool in_node);
 
   // `workers` endpoints in nodes of `per_node`, then `servers` endpoints on
   // dedicated machines of their own (one node each).

@@ -77,6 +77,19 @@ const std::vector<LinkPreset>& link_presets() {
       // 8-byte NDR point was found).
       {"ib_ndr_400g", "400 Gbit/s InfiniBand NDR (ConnectX-7) = 50 GB/s one way",
        {50e9, 0, {{"net", kIbMessageCost, 48.0 / 50.0}}}},
+      // Switches that reduce (`network.switch`, the in_network scheme): the
+      // rate is what the switch sums per GPU, payload bytes.
+      // NVLink SHARP on H100 NVSwitch: "On 8 GPUs, you should reach a peak
+      // busBw of ~480GB/s (algbw ~275GB/s)" (NVIDIA, nccl-tests issue #212):
+      // 275 GB/s per GPU. The per-message cost is assumed to be NVLink's
+      // Simple step (no published small-message NVLS point was found).
+      {"h100_nvls", "H100 NVSwitch reducing in the switch (NVLink SHARP): 275 GB/s per GPU",
+       {275e9, 0, {{"Simple", kNvlinkSimpleStep, 1.0}}}},
+      // SHARP in an NDR InfiniBand switch (Quantum-2): assumed to sum at
+      // what the NIC delivers, ib_ndr_400g's 48 GB/s with its per-message
+      // cost. No published nccl-tests SHARP figure was found to calibrate it.
+      {"ib_ndr_sharp", "NDR InfiniBand switch reducing in the network (SHARP), assumed at the NIC's 48 GB/s",
+       {48e9, 0, {{"net", kIbMessageCost, 1.0}}}},
   };
   return presets;
 }

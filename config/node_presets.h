@@ -17,6 +17,9 @@ struct NodePreset {
   std::string_view intra_node; // link preset between the node's GPUs
   std::string_view inter_node; // link preset of each NIC
   bool nic_per_node = false;   // false: one NIC per GPU (rail-optimised)
+  // Link preset of the node's switch when it can sum (NVLS), for the
+  // in_network scheme on one node; empty when it cannot.
+  std::string_view reducing_switch;
 };
 
 const std::vector<NodePreset>& node_presets();

@@ -152,6 +152,9 @@ void read_node(JsonReader& net, const JsonReader& root, Scenario& s) {
   s.network.intra_node = find_link_preset(node.intra_node, net.child("node"));
   s.network.inter_node = find_link_preset(node.inter_node, net.child("node"));
   s.network.nic_per_node = node.nic_per_node;
+  if (!node.reducing_switch.empty()) {
+    s.network.reducing_switch = find_link_preset(node.reducing_switch, net.child("node"));
+  }
 }
 
 // A buffer holds whole elements: rounding 4097 bytes of f32 down to 4096
@@ -309,6 +312,14 @@ Scenario parse_scenario(const nlohmann::json& document) {
       s.network.inter_node = read_link(net, "inter_node", s.network.shaped);
       s.network.nic_per_node = net.boolean("nic_per_node", false);
     }
+    // The switch that sums for in_network: given here, it overrides a node
+    // preset's (a SHARP switch between DGX H100 nodes, say).
+    bool given = false;
+    const LinkSpec reducing = read_link(net, "switch", given);
+    if (given) {
+      s.network.reducing_switch = reducing;
+      s.network.switch_given = true;
+    }
     net.reject_unknown();
     if (!s.network.shaped) {
       throw ConfigError("/network", "give intra_node and/or inter_node links (or drop 'network')");
@@ -345,6 +356,26 @@ SchemeOptions scheme_options(const Scenario& s, int workers) {
 Topology scenario_topology(const Scenario& s, int workers, int endpoints) {
   return Topology::grouped(workers, s.ranks_per_node, endpoints - workers, s.network.intra_node,
                            s.network.inter_node, s.network.nic_per_node);
+}
+
+Topology scenario_topology(const Scenario& s, const Scheme& scheme, int workers) {
+  Topology t = scenario_topology(s, workers, scheme.endpoints());
+  if (!scheme.reduces_in_network()) return t;
+  const bool one_node = workers <= s.ranks_per_node;
+  // A node preset's switch sums inside the node only.
+  const bool have_switch =
+      (one_node || s.network.switch_given) && !s.network.reducing_switch.unlimited();
+  if (s.network.shaped && !have_switch) {
+    throw ConfigError("/network/switch",
+                      one_node ? "in_network needs a switch that sums: give network.switch (e.g. "
+                                 "\"h100_nvls\") or a node preset whose switch does"
+                               : "in_network across nodes needs the switch between them that "
+                                 "sums: give network.switch (e.g. \"ib_ndr_sharp\")");
+  }
+  // NVLS: the switch is the GPUs' own node's; SHARP: a switch of its own,
+  // reached through each GPU's NIC.
+  t.make_switch(workers, s.network.reducing_switch, one_node);
+  return t;
 }
 
 }  // namespace gradex

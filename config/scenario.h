@@ -34,6 +34,10 @@ struct NetworkConfig {
   LinkSpec inter_node;
   bool nic_per_node = false;
   std::string node;  // the node preset the network came from, if any
+  // The switch that sums for in_network (network.switch, or the node
+  // preset's NVLS switch); unlimited when neither gives one.
+  LinkSpec reducing_switch;
+  bool switch_given = false;  // network.switch was written
 };
 
 struct Scenario {
@@ -89,5 +93,11 @@ Scenario load_scenario(const std::filesystem::path& path);
 // The scheme options and the shaping topology of one run of the scenario.
 SchemeOptions scheme_options(const Scenario& scenario, int workers);
 Topology scenario_topology(const Scenario& scenario, int workers, int endpoints);
+// The topology `scheme` runs on with `workers`: for a scheme that reduces
+// in the network, its extra endpoints are the switch's ports, on the
+// workers' node when they share one (NVLS), else on nodes of their own
+// (SHARP), at the scenario's reducing switch. Throws ConfigError naming
+// /network/switch when a shaped run has no switch to give them.
+Topology scenario_topology(const Scenario& scenario, const Scheme& scheme, int workers);
 
 }  // namespace gradex

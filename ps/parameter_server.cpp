@@ -12,10 +12,12 @@
 
 namespace gradex {
 
-ParameterServerScheme::ParameterServerScheme(SchemeOptions options, bool pipelined)
+ParameterServerScheme::ParameterServerScheme(SchemeOptions options, bool pipelined,
+                                             bool in_network)
     : Scheme(std::move(options)),
       layout_(this->options().workers, this->options().servers, this->options().placement),
       pipelined_(pipelined),
+      in_network_(in_network),
       memory_(layout_.servers()) {}
 
 std::size_t ParameterServerScheme::chunk(DType dtype) const {

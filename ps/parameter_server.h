@@ -22,7 +22,12 @@ class ParameterServerScheme final : public Scheme {
   // Uses options.workers, options.servers and options.placement; throws
   // ConfigError if there is not at least one of each.
   // `pipelined`: shards move in chunks of options.segment_bytes.
-  explicit ParameterServerScheme(SchemeOptions options, bool pipelined = false);
+  // `in_network`: the dedicated servers are a switch's ports that sum
+  // (NVLS, SHARP): one per worker, each summing 1/N of the keys, which is
+  // how a switch that reduces at line rate on every port behaves.
+  explicit ParameterServerScheme(SchemeOptions options, bool pipelined = false,
+                                 bool in_network = false);
+  bool reduces_in_network() const override { return in_network_; }
 
   const ServerLayout& layout() const { return layout_; }
   int endpoints() const override { return layout_.endpoints(); }
@@ -43,6 +48,7 @@ class ParameterServerScheme final : public Scheme {
 
   ServerLayout layout_;
   bool pipelined_;
+  bool in_network_;
   ServerMemory memory_;  // the servers' accumulators, kept between rounds
 };
 

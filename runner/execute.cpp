@@ -66,7 +66,7 @@ std::vector<ResultRow> execute_plan(
     Scheme& scheme = *run.instance;
     const int endpoints = scheme.endpoints();
     MeasureRequest req = measure_request(sc);
-    Topology topo = scenario_topology(sc, run.workers, endpoints);
+    Topology topo = scenario_topology(sc, scheme, run.workers);
     if (sc.network.shaped) req.options.shaping = topo;
     // One world per run, its ranks made once for every size; the simulator
     // measures each size in one deterministic run of its own.

@@ -58,10 +58,8 @@ int group_size(const RunPlan& plan) {
   return n;
 }
 
-std::optional<Topology> group_shaping(const Scenario& sc, int workers, int endpoints,
-                                      int group_size) {
+std::optional<Topology> group_shaping(const Scenario& sc, Topology shaping, int group_size) {
   if (!sc.network.shaped) return std::nullopt;
-  Topology shaping = scenario_topology(sc, workers, endpoints);
   // Idle endpoints get nodes of their own: they move nothing anyway.
   int next_node = shaping.node_of.empty()
                       ? 0
@@ -81,8 +79,8 @@ std::vector<ResultRow> execute_plan_on_group(
     const PlannedRun& run = plan.runs[i];
     Scheme& scheme = *run.instance;
     const int endpoints = scheme.endpoints();
-    const Topology topo = scenario_topology(sc, run.workers, endpoints);
-    const std::optional<Topology> shaping = group_shaping(sc, run.workers, endpoints, comm.size());
+    const Topology topo = scenario_topology(sc, scheme, run.workers);
+    const std::optional<Topology> shaping = group_shaping(sc, topo, comm.size());
     // Nobody sends under the new model before everybody installed it.
     comm.barrier();
     reshape(shaping);

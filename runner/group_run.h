@@ -26,11 +26,10 @@ std::string describe_group_ranks(Comm& comm);
 // training: the most workers plus the servers).
 int group_size(const RunPlan& plan);
 
-// The shaping topology of a run of `workers` workers on `endpoints`
-// endpoints, over a group of `group_size` endpoints (idle endpoints get
-// nodes of their own); nullopt when unshaped.
-std::optional<Topology> group_shaping(const Scenario& scenario, int workers, int endpoints,
-                                      int group_size);
+// A run's `topology` (config/scenario.h: scenario_topology) as the
+// shaping of a group of `group_size` endpoints (idle endpoints get nodes
+// of their own); nullopt when unshaped.
+std::optional<Topology> group_shaping(const Scenario& scenario, Topology topology, int group_size);
 
 // Called by every endpoint of `comm`. `reshape` installs each run's shaping
 // topology (covering all comm.size() endpoints) on this endpoint while the

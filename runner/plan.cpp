@@ -128,8 +128,23 @@ RunPlan plan_runs(Scenario scenario) {
                           "scheme '" + name + "' does not provide \"collective\": \"" +
                               std::string(collective_name(scenario.collective)) + "\"");
       }
+      // A switch that sums: "all" leaves in_network out where the network
+      // has none; named, it is refused (scenario_topology says why).
+      if (run.instance->reduces_in_network()) {
+        try {
+          scenario_topology(scenario, *run.instance, workers);
+        } catch (const ConfigError& e) {
+          if (scenario.all_schemes) continue;
+          throw ConfigError(e.field(), "with " + std::to_string(workers) + " workers: " + e.reason());
+        }
+      }
       plan.runs.push_back(std::move(run));
     }
+  }
+  if (scenario.network.switch_given &&
+      std::none_of(plan.runs.begin(), plan.runs.end(),
+                   [](const PlannedRun& r) { return r.instance->reduces_in_network(); })) {
+    throw ConfigError("/network/switch", "applies to in_network, which this scenario does not run");
   }
   if (plan.runs.empty() && !scenario.workers.empty()) {
     throw ConfigError("/collective", "no scheme here provides \"" +

@@ -85,7 +85,7 @@ void run_consistency_on_group(const Scenario& sc, const TrainJob& job, Comm& com
     const ConsistencyRun& run = runs[i];
     const int endpoints = run.workers + sc.ps_servers;
     comm.barrier();
-    reshape(group_shaping(sc, run.workers, endpoints, comm.size()));
+    reshape(group_shaping(sc, scenario_topology(sc, run.workers, endpoints), comm.size()));
     comm.barrier();
     if (comm.rank() >= endpoints) continue;  // idle in this run
     if (printing) print_consistency_header(out, sc, run);
@@ -135,7 +135,7 @@ void print_no_sync_header(std::ostream& out, const PlannedRun& run) {
 RankTransport rank_transport(const Scenario& sc, const PlannedRun& run) {
   RankTransport transport{sc.transport, TransportOptions{sc.timeout, std::nullopt, sc.spin}};
   if (sc.network.shaped) {
-    transport.options.shaping = scenario_topology(sc, run.workers, run.instance->endpoints());
+    transport.options.shaping = scenario_topology(sc, *run.instance, run.workers);
   }
   return transport;
 }
@@ -150,7 +150,7 @@ std::optional<TrainResult> train_on_group(
     const EpochCallback& on_epoch) {
   // Nobody sends under the new model before everybody installed it.
   comm.barrier();
-  reshape(group_shaping(sc, run.workers, run.instance->endpoints(), comm.size()));
+  reshape(group_shaping(sc, scenario_topology(sc, *run.instance, run.workers), comm.size()));
   comm.barrier();
   const int endpoints = run.instance->endpoints();
   if (comm.rank() >= endpoints) return std::nullopt;

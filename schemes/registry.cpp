@@ -57,6 +57,15 @@ std::vector<SchemeEntry> build_registry() {
                  o.placement = ServerPlacement::hybrid;
                  return std::make_unique<ParameterServerScheme>(o, /*pipelined=*/true);
                }});
+  r.push_back({"in_network",
+               "in-network reduction (NVLS in an NVSwitch, SHARP in an InfiniBand switch): each "
+               "rank sends its buffer once to a switch that sums it and sends the sum back",
+               [](SchemeOptions o) {
+                 o.placement = ServerPlacement::dedicated;
+                 o.servers = o.workers;  // one switch port per rank
+                 return std::make_unique<ParameterServerScheme>(o, /*pipelined=*/true,
+                                                                /*in_network=*/true);
+               }});
   r.push_back({"ps_colocated", "parameter server with its servers spread over the workers",
                [](SchemeOptions o) {
                  o.placement = ServerPlacement::colocated;

@@ -207,6 +207,22 @@ TEST(LinkShaper, ABusyReceiverDoesNotHoldTheSender) {
   EXPECT_DOUBLE_EQ(next.arrival, 2.0);
 }
 
+TEST(LinkShaper, ASwitchPortRunsAtTheSwitchsRate) {
+  // Two GPUs at 1 MB/s each, a switch summing at 0.5 MB/s per port: a
+  // GPU's 1 MB leaves its own port in a second and is taken in two.
+  Topology t = Topology::grouped(2, 2, 2, {1e6, 0}, {1e6, 0});
+  t.make_switch(2, {0.5e6, 0}, /*in_node=*/true);
+  EXPECT_TRUE(t.same_node(0, 3));
+  LinkShaper shaper(t);
+  const auto push = shaper.reserve(0, 2, 1'000'000, 0.0);
+  EXPECT_DOUBLE_EQ(push.sender_free, 1.0);
+  EXPECT_DOUBLE_EQ(push.arrival, 2.0);
+  // The sum back: the switch's port sends for two seconds, the GPU takes it.
+  const auto pull = shaper.reserve(3, 1, 1'000'000, 0.0);
+  EXPECT_DOUBLE_EQ(pull.sender_free, 2.0);
+  EXPECT_DOUBLE_EQ(pull.arrival, 2.0);
+}
+
 TEST(LinkShaper, ZeroByteSignalsDoNotQueueBehindData) {
   // Worker 0 books worker 1's ingress for a second; worker 3's barrier
   // signal to worker 1 still arrives after the latency alone.

@@ -172,6 +172,58 @@ TEST(Scenario, ANodePresetSetsRanksLinksAndNics) {
   }
 }
 
+// in_network's switch ports: on the GPUs' node with the node preset's
+// NVLS switch; across nodes only with network.switch (a node's NVSwitch
+// does not sum between nodes), on nodes of their own; "all" leaves the
+// scheme out where there is no switch, and network.switch without it runs
+// nothing and is refused.
+TEST(Scenario, InNetworkReductionNeedsASwitchThatSums) {
+  const auto plan = [](const std::string& json) {
+    return plan_runs(parse_scenario(nlohmann::json::parse(json)));
+  };
+  const RunPlan one = plan(R"({"name": "t", "sizes": [4096], "workers": 8, "transport": "sim",
+      "schemes": ["in_network"], "network": {"node": "dgx_h100"}})");
+  ASSERT_EQ(one.runs.size(), 1u);
+  const Topology nvls = scenario_topology(one.scenario, *one.runs[0].instance, 8);
+  EXPECT_EQ(nvls.endpoints(), 16);
+  EXPECT_EQ(nvls.first_switch_port, 8);
+  EXPECT_TRUE(nvls.same_node(0, 15));  // in the node's NVSwitch
+  EXPECT_DOUBLE_EQ(nvls.link(0, 8).bytes_per_second,
+                   find_link_preset("h100_nvls", "").bytes_per_second);
+  EXPECT_DOUBLE_EQ(nvls.link(0, 7).bytes_per_second,
+                   find_link_preset("h100_nvlink", "").bytes_per_second);
+
+  const RunPlan across = plan(R"({"name": "t", "sizes": [4096], "workers": 16, "transport": "sim",
+      "schemes": ["in_network"], "network": {"node": "dgx_h100", "switch": "ib_ndr_sharp"}})");
+  const Topology sharp = scenario_topology(across.scenario, *across.runs[0].instance, 16);
+  EXPECT_FALSE(sharp.same_node(0, 16));  // a switch of its own, through the NICs
+  EXPECT_DOUBLE_EQ(sharp.link(3, 20).bytes_per_second,
+                   find_link_preset("ib_ndr_sharp", "").bytes_per_second);
+
+  const auto error = [&](const std::string& json) {
+    try {
+      plan(json);
+    } catch (const ConfigError& e) {
+      return e.field();
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error(R"({"name": "t", "sizes": [4096], "workers": 16, "transport": "sim",
+      "schemes": ["in_network"], "network": {"node": "dgx_h100"}})"), "/network/switch");
+  EXPECT_EQ(error(R"({"name": "t", "sizes": [4096], "workers": 8, "transport": "sim",
+      "schemes": ["in_network"], "network": {"node": "dgx_a100"}})"), "/network/switch");
+  EXPECT_EQ(error(R"({"name": "t", "sizes": [4096], "workers": 8, "transport": "sim",
+      "schemes": ["ring"], "network": {"node": "dgx_h100", "switch": "h100_nvls"}})"),
+            "/network/switch");
+  const RunPlan all = plan(R"({"name": "t", "sizes": [4096], "workers": 8, "transport": "sim",
+      "schemes": "all", "network": {"node": "dgx_a100"}})");
+  for (const PlannedRun& r : all.runs) EXPECT_NE(r.scheme, "in_network");
+  // Unshaped, the switch is only the run's extra endpoints: nothing to rate.
+  EXPECT_EQ(plan(R"({"name": "t", "sizes": [4096], "workers": 4, "schemes": ["in_network"]})")
+                .runs.size(),
+            1u);
+}
+
 // Sweeps: the first swept field varies slowest; each point holds one
 // value per field and says which; a list of link presets sweeps the link
 // and nothing inside it; a point's error is named by the value's index.

@@ -232,6 +232,35 @@ TEST(ModelVsSim, HybridPsMeetsTheoremOne) {
   }
 }
 
+// In-network reduction: every GPU sends S to a switch that sums at B_s
+// per port and gets the sum back, S / min(B, B_s) plus a chunk, whether
+// the switch is the GPUs' own node's (NVLS, through NVLink) or one of its
+// own (SHARP, through each GPU's NIC). A switch slower than the GPUs'
+// links decides; a faster one leaves it to the links.
+TEST(ModelVsSim, InNetworkReductionTakesSOverTheSlowerPort) {
+  const double gib = 1 << 30;
+  for (const bool in_node : {true, false}) {
+    for (const double switch_rate : {275 * kGB, 900 * kGB}) {
+      SchemeOptions o;
+      o.workers = 8;
+      o.ranks_per_node = in_node ? 8 : 1;
+      o.segment_bytes = 4 << 20;
+      auto scheme = make_scheme("in_network", o);
+      ASSERT_TRUE(scheme->reduces_in_network());
+      SimRequest req;
+      req.count = static_cast<std::size_t>(gib / 4);
+      req.topology = Topology::grouped(8, o.ranks_per_node, 8, {450 * kGB, 0}, {50 * kGB, 0});
+      req.topology.make_switch(8, {switch_rate, 0}, in_node);
+      const double sim = simulate_allreduce(*scheme, req).seconds;
+      const double link = in_node ? 450 * kGB : 50 * kGB;
+      const double ideal = gib / std::min(link, switch_rate);
+      EXPECT_NEAR(sim / ideal, 1.0, 0.05) << "in node " << in_node << " switch " << switch_rate;
+      EXPECT_GE(sim, ideal * 0.999);
+      EXPECT_NEAR(scheme->model_time(req.count * 4, req.topology), sim, 0.02 * sim);
+    }
+  }
+}
+
 TEST(ModelVsSim, RingAtAnyWorldSize) {
   for (int n : {3, 5, 7, 64}) {
     SchemeOptions o;

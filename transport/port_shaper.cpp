@@ -16,26 +16,26 @@ PortShaper::PortShaper(Topology topology, int self) : topology_(std::move(topolo
 
 PortShaper::Egress PortShaper::egress(int dst, std::size_t bytes, double now) {
   const bool local = topology_.same_node(self_, dst);
-  const LinkSpec& spec = local ? topology_.intra : topology_.inter;
+  const LinkSpec& spec = topology_.link(self_, dst);
   // Zero bytes occupy no port time (see LinkShaper::reserve).
   if (dst == self_ || spec.unlimited() || bytes == 0) return {now, now};
   std::lock_guard lock(mutex_);
   double& free = local ? intra_egress_free_ : inter_egress_free_;
   const double start = std::max(now, free);
-  free = start + spec.wire_bytes(static_cast<double>(bytes)) / spec.bytes_per_second;
+  free = start + spec.wire_bytes(static_cast<double>(bytes)) / topology_.port_rate(self_, dst);
   return {start, free};
 }
 
 double PortShaper::ingress(int src, std::size_t bytes, double egress_start) {
   const bool local = topology_.same_node(src, self_);
-  const LinkSpec& spec = local ? topology_.intra : topology_.inter;
+  const LinkSpec& spec = topology_.link(src, self_);
   if (src == self_) return egress_start;
   const double payload = static_cast<double>(bytes);
   if (spec.unlimited() || bytes == 0) return egress_start + spec.delay(payload);
   std::lock_guard lock(mutex_);
   double& free = local ? intra_ingress_free_ : inter_ingress_free_;
   const double start = std::max(egress_start, free);
-  free = start + spec.wire_bytes(payload) / spec.bytes_per_second;
+  free = start + spec.wire_bytes(payload) / topology_.port_rate(self_, src);
   return free + spec.delay(payload);
 }
 

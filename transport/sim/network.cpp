@@ -25,6 +25,21 @@ Network::Network(Topology topology, Scheduler schedule)
   for (int i = 2 * e; i < 2 * e + 2 * inter_owners_; ++i) {
     ports_[static_cast<std::size_t>(i)].capacity = topology_.inter.bytes_per_second;
   }
+  // A switch's ports take what the switch reduces per port: on the GPUs'
+  // node (NVLS) their intra ports carry it, on a node of their own (SHARP)
+  // their NICs.
+  if (topology_.first_switch_port >= 0) {
+    const double rate = topology_.switch_link.bytes_per_second;
+    for (int s = topology_.first_switch_port; s < e; ++s) {
+      const bool own_node = !topology_.same_node(s, 0);
+      const int owner = topology_.nic_per_node ? topology_.node_of.at(s) : s;
+      ports_[static_cast<std::size_t>(s)].capacity = rate;
+      ports_[static_cast<std::size_t>(e + s)].capacity = rate;
+      if (!own_node) continue;
+      ports_[static_cast<std::size_t>(2 * e + owner)].capacity = rate;
+      ports_[static_cast<std::size_t>(2 * e + inter_owners_ + owner)].capacity = rate;
+    }
+  }
 }
 
 bool Network::limited(int src, int dst) const {
