@@ -24,6 +24,7 @@ import json
 import math
 import os
 import sys
+import textwrap
 from collections import defaultdict
 
 import matplotlib
@@ -178,18 +179,64 @@ def plot_busbw(rows, args, files):
         ax.set_ylabel("bus bandwidth (GB/s)")
         ax.set_title(f"{n} workers")
         ax.grid(True, which="both", alpha=0.3)
-    shared_legend(fig, axes[0][0], "dashed: the cost model")
+    shared_legend(fig, axes[0][0], "dashed: the cost model", model_gaps(rows))
     return fig
 
 
-def shared_legend(fig, ax, note):
+# Why a scheme's cost model and its simulation part, where they do by more
+# than GAP_SHOWN (results/README.md, "Model against simulator: known gaps";
+# docs/architecture.md, "Where the model and the simulator part").
+GAP_SHOWN = 0.05
+GAP_REASONS = {
+    "ring": "the model adds every step's per-message cost in series; "
+            "the simulated ring, pipelined in segments, overlaps them",
+    "hierarchical": "its rings' overlapped latencies, as for the ring",
+    "tree": "two children share a parent's port, which the pipeline's fill does not count",
+    "halving_doubling": "a folded pair shares a port with the core's first message",
+    "recursive_doubling": "a folded pair shares a port with the core's first message",
+    "ps_hybrid": "its ring's steps and the servers' round overlap in part on small messages",
+}
+# A measured run also pays what no link model counts.
+MEASURED_REASON = ("a real run also pays this machine's per-message software cost and memory "
+                   "copies, which the link model leaves out")
+
+
+def model_gaps(rows):
+    """Per scheme, the largest gap between the cost model and a measured or
+    simulated time, as lines for the figure, when above GAP_SHOWN."""
+    worst = {}
+    for r in rows:
+        model, time = float(r.get("model_time_s") or "nan"), float(r["time_s"])
+        if not (model > 0 and time > 0) or r["source"] == "model":
+            continue
+        gap = model / time - 1
+        if abs(gap) > abs(worst.get(r["scheme"], (0, None))[0]):
+            worst[r["scheme"]] = (gap, r)
+    lines = []
+    for scheme, (gap, r) in sorted(worst.items()):
+        if abs(gap) <= GAP_SHOWN:
+            continue
+        where = f"{r['workers']} workers, {size_label(int(r['bytes']))}"
+        reason = (MEASURED_REASON if r["source"] == "measured"
+                  else GAP_REASONS.get(scheme, "not explained yet"))
+        lines.append(f"{scheme}: the model is {abs(gap):.0%} {'above' if gap > 0 else 'below'} "
+                     f"the {r['source']} time at {where} "
+                     f"({reason})")
+    return lines
+
+
+def shared_legend(fig, ax, note, gaps=()):
     """One legend for every panel, right of them: the series are the same
-    in each panel, and a legend inside would hide the points."""
+    in each panel, and a legend inside would hide the points. Below it, the
+    model's gaps above GAP_SHOWN, each with its reason."""
     handles, labels = ax.get_legend_handles_labels()
     if note:
         handles.append(plt.Line2D([], [], color="gray", ls="--"))
         labels.append(note)
     fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    if gaps:
+        fig.text(0.01, -0.02, "\n".join(textwrap.fill(g, 150) for g in gaps), fontsize=7,
+                 va="top", ha="left", color="dimgray")
 
 
 def plot_scaling(rows, args, files):
@@ -219,7 +266,8 @@ def plot_scaling(rows, args, files):
     ax.set_xlabel("workers N")
     ax.set_ylabel("link utilisation (%)" if args.y == "utilisation" else "time per all-reduce (ms)")
     ax.grid(True, which="both", alpha=0.3)
-    shared_legend(fig, ax, "" if args.y == "utilisation" else "dashed: the cost model")
+    shared_legend(fig, ax, "" if args.y == "utilisation" else "dashed: the cost model",
+                  () if args.y == "utilisation" else model_gaps(rows))
     return fig
 
 
