@@ -100,9 +100,9 @@ bool Network::finish(int flow, std::uint64_t version, double /*now*/) {
 void Network::settle(double now) {
   if (dirty_.empty()) return;
   ++stamp_;
-  std::vector<int> ports;
-  std::vector<int> flows;
-  std::vector<int> stack;
+  std::vector<int>& ports = component_ports_;
+  std::vector<int>& flows = component_flows_;
+  std::vector<int>& stack = stack_scratch_;
   for (int seed : dirty_) {
     ports_[static_cast<std::size_t>(seed)].dirty = false;
     if (ports_[static_cast<std::size_t>(seed)].mark == stamp_) continue;

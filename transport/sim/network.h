@@ -81,6 +81,11 @@ class Network {
   std::vector<int> free_flows_;
   std::vector<int> dirty_;
   std::uint32_t stamp_ = 0;
+  // settle()'s working memory, kept between calls (it runs once per
+  // instant of virtual time).
+  std::vector<int> component_ports_;
+  std::vector<int> component_flows_;
+  std::vector<int> stack_scratch_;
   // rebalance()'s working memory, kept between calls.
   std::vector<double> rate_scratch_;
   std::vector<std::pair<double, int>> heap_scratch_;

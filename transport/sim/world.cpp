@@ -115,8 +115,9 @@ class EventHeap {
 
 struct RankState {
   // Receives posted by this rank, and messages addressed to it that no
-  // receive took yet.
-  transport::Matcher<OpPtr, Message*> queues;
+  // receive took yet. A rank talks to a few peers on a few tags again and
+  // again, so emptied queues are kept for the next message.
+  transport::Matcher<OpPtr, Message*, /*KeepEmptyQueues=*/true> queues;
   const SimOp* waiting_on = nullptr;  // set while blocked
   bool blocked = false;
 };
