@@ -4,6 +4,7 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -119,6 +120,9 @@ struct RankState {
   // again, so emptied queues are kept for the next message.
   transport::Matcher<OpPtr, Message*, /*KeepEmptyQueues=*/true> queues;
   const SimOp* waiting_on = nullptr;  // set while blocked
+  // Set while blocked in a wait for any of several operations (waiting_on
+  // is then the first of them).
+  std::span<RequestState* const> waiting_any;
   bool blocked = false;
 };
 
@@ -202,7 +206,11 @@ struct SimWorld::Impl {
   void start_flow(Message* m);
   void on_arrival(Message* m);
   void process(const Event& e);
-  void block(int rank, const SimOp& op);
+  // Suspends `rank` until one of its operations completes; `any` lists
+  // the operations of a wait for any of several (`op` is the first).
+  void block(int rank, const SimOp& op, std::span<RequestState* const> any = {});
+  // Whether a woken rank would find what it waits for still unfinished.
+  static bool still_waiting(const RankState& r);
   void abort(int rank, std::string why);
   [[noreturn]] void throw_aborted(int rank) const {
     throw PeerLostError(failed_rank, detail::concat("rank ", rank, ": peer rank ", failed_rank,
@@ -280,7 +288,7 @@ class SimComm final : public Comm {
       for (std::size_t i = 0; i < states.size(); ++i) {
         if (static_cast<SimOp*>(states[i])->finished()) return i;
       }
-      world_.block(rank_, *static_cast<SimOp*>(states[0]));
+      world_.block(rank_, *static_cast<SimOp*>(states[0]), states);
     }
   }
 
@@ -441,15 +449,26 @@ void SimWorld::Impl::process(const Event& e) {
   }
 }
 
-void SimWorld::Impl::block(int rank, const SimOp& op) {
+void SimWorld::Impl::block(int rank, const SimOp& op, std::span<RequestState* const> any) {
   if (aborted) throw_aborted(rank);
   RankState& r = ranks[static_cast<std::size_t>(rank)];
   r.blocked = true;
   r.waiting_on = &op;
+  r.waiting_any = any;
   ++stats.context_switches;
   fibers[static_cast<std::size_t>(rank)]->yield();
   r.waiting_on = nullptr;
+  r.waiting_any = {};
   if (aborted && !op.done) throw_aborted(rank);
+}
+
+bool SimWorld::Impl::still_waiting(const RankState& r) {
+  if (r.waiting_on == nullptr) return false;  // not in a wait (first run)
+  if (r.waiting_any.empty()) return !r.waiting_on->finished();
+  for (RequestState* state : r.waiting_any) {
+    if (static_cast<SimOp*>(state)->finished()) return false;
+  }
+  return true;
 }
 
 void SimWorld::Impl::abort(int rank, std::string why) {
@@ -526,6 +545,15 @@ void SimWorld::run(const std::function<void(Comm&)>& body) {
     while (!w.runnable.empty()) {
       const int r = w.runnable.front();
       w.runnable.pop_front();
+      // Any completion of a rank's operations wakes it, also one it does
+      // not wait for. Resumed, such a rank would find its wait unmet and
+      // block again at once (SimComm's wait loops, Impl::block): do that
+      // here instead of switching to its stack and back.
+      if (RankState& s = w.ranks[static_cast<std::size_t>(r)]; !w.aborted && Impl::still_waiting(s)) {
+        s.blocked = true;
+        ++w.stats.context_switches;
+        continue;
+      }
       Fiber& f = *w.fibers[static_cast<std::size_t>(r)];
       f.resume();
       if (!f.finished()) continue;
