@@ -72,6 +72,9 @@ class Network {
   void mark_dirty(int port);
   void detach(int port, int flow);
   void rebalance(const std::vector<int>& ports, const std::vector<int>& flows, double now);
+  // Gives `flow` its new rate from `now` and schedules its completion,
+  // unless the rate did not change.
+  void reschedule(int flow, double rate, double now);
 
   Topology topology_;
   Scheduler schedule_;
