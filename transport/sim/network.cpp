@@ -115,9 +115,9 @@ bool Network::finish(int flow, std::uint64_t version, double /*now*/) {
 void Network::settle(double now) {
   if (dirty_.empty()) return;
   ++stamp_;
-  std::vector<int> ports;
-  std::vector<int> flows;
-  std::vector<int> stack;
+  std::vector<int>& ports = component_ports_;
+  std::vector<int>& flows = component_flows_;
+  std::vector<int>& stack = stack_scratch_;
   for (int seed : dirty_) {
     ports_[static_cast<std::size_t>(seed)].dirty = false;
     if (ports_[static_cast<std::size_t>(seed)].mark == stamp_) continue;
@@ -154,6 +154,17 @@ void Network::settle(double now) {
 // flow took the smallest share), so a port is pushed again with its new
 // share and its stale entries are skipped.
 void Network::rebalance(const std::vector<int>& ports, const std::vector<int>& flows, double now) {
+  if (flows.empty()) return;  // a port whose last flow finished
+  if (flows.size() == 1 && ports.size() == 2) {
+    // One flow alone on its two ports (a ring's steady state): the
+    // filling below would give it the smaller capacity exactly (each
+    // port offers capacity / 1), so skip the heap.
+    const Flow& f = flows_[static_cast<std::size_t>(flows[0])];
+    const double rate = std::min(ports_[static_cast<std::size_t>(f.egress)].capacity,
+                                 ports_[static_cast<std::size_t>(f.ingress)].capacity);
+    reschedule(flows[0], rate, now);
+    return;
+  }
   std::vector<PortShare>& share = share_scratch_;
   share.resize(ports.size());
   for (std::size_t i = 0; i < ports.size(); ++i) {
@@ -205,18 +216,20 @@ void Network::rebalance(const std::vector<int>& ports, const std::vector<int>& f
     }
   }
 
-  for (std::size_t i = 0; i < flows.size(); ++i) {
-    Flow& f = flows_[static_cast<std::size_t>(flows[i])];
-    // Unchanged (up to rounding in the filling): its completion stands.
-    // Rescheduling on every last-bit difference would flood the event
-    // queue on large connected components (a pipelined tree).
-    if (std::abs(f.rate - rate[i]) <= 1e-9 * rate[i]) continue;
-    f.remaining = std::max(0.0, f.remaining - f.rate * (now - f.updated));
-    f.updated = now;
-    f.rate = rate[i];
-    f.version += 1;
-    schedule_(now + f.remaining / f.rate, flows[i], f.version);
-  }
+  for (std::size_t i = 0; i < flows.size(); ++i) reschedule(flows[i], rate[i], now);
+}
+
+void Network::reschedule(int flow, double rate, double now) {
+  Flow& f = flows_[static_cast<std::size_t>(flow)];
+  // Unchanged (up to rounding in the filling): its completion stands.
+  // Rescheduling on every last-bit difference would flood the event
+  // queue on large connected components (a pipelined tree).
+  if (std::abs(f.rate - rate) <= 1e-9 * rate) return;
+  f.remaining = std::max(0.0, f.remaining - f.rate * (now - f.updated));
+  f.updated = now;
+  f.rate = rate;
+  f.version += 1;
+  schedule_(now + f.remaining / f.rate, flow, f.version);
 }
 
 }  // namespace gradex::sim

@@ -72,6 +72,9 @@ class Network {
   void mark_dirty(int port);
   void detach(int port, int flow);
   void rebalance(const std::vector<int>& ports, const std::vector<int>& flows, double now);
+  // Gives `flow` its new rate from `now` and schedules its completion,
+  // unless the rate did not change.
+  void reschedule(int flow, double rate, double now);
 
   Topology topology_;
   Scheduler schedule_;
@@ -81,6 +84,11 @@ class Network {
   std::vector<int> free_flows_;
   std::vector<int> dirty_;
   std::uint32_t stamp_ = 0;
+  // settle()'s working memory, kept between calls (it runs once per
+  // instant of virtual time).
+  std::vector<int> component_ports_;
+  std::vector<int> component_flows_;
+  std::vector<int> stack_scratch_;
   // rebalance()'s working memory, kept between calls.
   std::vector<double> rate_scratch_;
   std::vector<std::pair<double, int>> heap_scratch_;

@@ -1,11 +1,12 @@
 #include "transport/sim/world.h"
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <exception>
-#include <map>
-#include <queue>
+#include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -26,7 +27,20 @@ struct SimOp final : transport::Op {
 };
 using OpPtr = std::shared_ptr<SimOp>;
 
-// One message in flight: its send, and its receive once matched.
+struct Message;
+
+// The messages between one pair of endpoints that have not left yet, in
+// posting order, linked through Message::next_in_line: only the oldest is
+// a flow.
+struct Line {
+  Message* head = nullptr;
+  Message* tail = nullptr;
+};
+
+// One message in flight: its send, and its receive once matched. Messages
+// live in SimWorld::Impl's pool and are recycled once nothing refers to
+// them: they are out of the matcher (matched, or failed at the match) and
+// out of the network (arrived).
 struct Message {
   int src = 0;
   int dst = 0;
@@ -34,31 +48,81 @@ struct Message {
   OpPtr send;
   OpPtr recv;            // set at the match, released once completed
   bool matched = false;
+  bool failed = false;   // the match was invalid; both sides completed
   bool left = false;     // the bytes have left the sender's egress
   bool arrived = false;  // ... and crossed the link latency
+  Line* line = nullptr;  // its connection, while it waits to leave
+  Message* next_in_line = nullptr;
 };
-using MessagePtr = std::shared_ptr<Message>;
 
+// A small trivially copyable event: the heap moves these around a lot.
 struct Event {
-  enum Kind { flow_done, arrival, wake } kind = wake;
+  enum Kind : std::uint8_t { flow_done, arrival, wake };
   double time = 0;
   std::uint64_t seq = 0;  // ties broken by posting order: deterministic
-  int flow = -1;
-  std::uint64_t version = 0;
-  MessagePtr message;
-  OpPtr timer;
+  std::uint64_t version = 0;  // flow_done: the flow's version when scheduled
+  Message* message = nullptr;  // arrival
+  int index = -1;              // flow_done: the flow; wake: the timer's slot
+  Kind kind = wake;
 };
-struct Later {
-  bool operator()(const Event& a, const Event& b) const {
-    return a.time != b.time ? a.time > b.time : a.seq > b.seq;
+// The earliest event first; (time, seq) is a total order, so the order in
+// which events are processed does not depend on the heap's layout.
+inline bool earlier(const Event& a, const Event& b) {
+  return a.time != b.time ? a.time < b.time : a.seq < b.seq;
+}
+
+// A 4-ary min-heap of events: half the depth of a binary heap, and the four
+// children of a node share a cache line or two.
+class EventHeap {
+ public:
+  bool empty() const { return heap_.empty(); }
+  const Event& top() const { return heap_.front(); }
+  void push(const Event& e) {
+    std::size_t i = heap_.size();
+    heap_.push_back(e);
+    while (i > 0) {
+      const std::size_t parent = (i - 1) / kArity;
+      if (!earlier(e, heap_[parent])) break;
+      heap_[i] = heap_[parent];
+      i = parent;
+    }
+    heap_[i] = e;
   }
+  void pop() {
+    const Event last = heap_.back();
+    heap_.pop_back();
+    const std::size_t n = heap_.size();
+    if (n == 0) return;
+    std::size_t i = 0;
+    while (true) {
+      const std::size_t first = kArity * i + 1;
+      if (first >= n) break;
+      std::size_t best = first;
+      const std::size_t end = std::min(first + kArity, n);
+      for (std::size_t c = first + 1; c < end; ++c) {
+        if (earlier(heap_[c], heap_[best])) best = c;
+      }
+      if (!earlier(heap_[best], last)) break;
+      heap_[i] = heap_[best];
+      i = best;
+    }
+    heap_[i] = last;
+  }
+
+ private:
+  static constexpr std::size_t kArity = 4;
+  std::vector<Event> heap_;
 };
 
 struct RankState {
   // Receives posted by this rank, and messages addressed to it that no
-  // receive took yet.
-  transport::Matcher<OpPtr, MessagePtr> queues;
+  // receive took yet. A rank talks to a few peers on a few tags again and
+  // again, so emptied queues are kept for the next message.
+  transport::Matcher<OpPtr, Message*, /*KeepEmptyQueues=*/true> queues;
   const SimOp* waiting_on = nullptr;  // set while blocked
+  // Set while blocked in a wait for any of several operations (waiting_on
+  // is then the first of them).
+  std::span<RequestState* const> waiting_any;
   bool blocked = false;
 };
 
@@ -75,13 +139,23 @@ struct SimWorld::Impl {
   std::vector<RankState> ranks;
   std::vector<std::unique_ptr<Fiber>> fibers;  // of the current run()
   std::deque<int> runnable;
-  std::priority_queue<Event, std::vector<Event>, Later> events;
-  std::vector<MessagePtr> message_of_flow;
+  EventHeap events;
+  std::vector<Message*> message_of_flow;
   // Messages between one pair of endpoints leave one after another, as on
   // one connection (and as the in-process shaper's FIFO ports do): only
-  // the oldest is a flow, the others wait here. Different pairs share a
-  // port max-min fairly.
-  std::map<std::pair<int, int>, std::deque<MessagePtr>> queued;
+  // the oldest is a flow, the others wait in its line. Different pairs
+  // share a port max-min fairly. Lines are kept once made (a pair that
+  // talked once usually talks again), keyed by src * size + dst; the map's
+  // elements do not move, so messages point at theirs.
+  std::unordered_map<std::uint64_t, Line> lines;
+  // Every message ever made (a deque: they never move), and those free
+  // for reuse: a message costs no allocation once the pool is warm.
+  std::deque<Message> message_pool;
+  std::vector<Message*> free_messages;
+  // Sleeping ranks' timer operations, by slot (events hold the slot: the
+  // sleeping rank may unwind and drop its own reference).
+  std::vector<OpPtr> timers;
+  std::vector<int> free_timers;
   double now = 0;
   std::uint64_t seq = 0;
   SimStats stats;
@@ -92,7 +166,30 @@ struct SimWorld::Impl {
   Impl(int n, Topology topo, bool phantom_payloads);
   void push(Event e) {
     e.seq = seq++;
-    events.push(std::move(e));
+    events.push(e);
+  }
+  Message* new_message() {
+    if (free_messages.empty()) return &message_pool.emplace_back();
+    Message* m = free_messages.back();
+    free_messages.pop_back();
+    return m;
+  }
+  // Called when `m` may be done with: recycled once out of the matcher
+  // and the network.
+  void release_if_done(Message* m) {
+    if (!m->arrived || !(m->matched || m->failed)) return;
+    *m = Message{};
+    free_messages.push_back(m);
+  }
+  int add_timer(OpPtr op) {
+    if (free_timers.empty()) {
+      timers.push_back(std::move(op));
+      return static_cast<int>(timers.size()) - 1;
+    }
+    const int slot = free_timers.back();
+    free_timers.pop_back();
+    timers[static_cast<std::size_t>(slot)] = std::move(op);
+    return slot;
   }
   void complete(SimOp& op, std::string error = {}) {
     op.finish(std::move(error));
@@ -104,12 +201,16 @@ struct SimWorld::Impl {
   }
   void post_send(const OpPtr& op);
   void post_recv(const OpPtr& op);
-  void match(const MessagePtr& m, const OpPtr& recv);
-  void on_left(const MessagePtr& m);
-  void start_flow(const MessagePtr& m);
-  void on_arrival(const MessagePtr& m);
+  void match(Message* m, const OpPtr& recv);
+  void on_left(Message* m);
+  void start_flow(Message* m);
+  void on_arrival(Message* m);
   void process(const Event& e);
-  void block(int rank, const SimOp& op);
+  // Suspends `rank` until one of its operations completes; `any` lists
+  // the operations of a wait for any of several (`op` is the first).
+  void block(int rank, const SimOp& op, std::span<RequestState* const> any = {});
+  // Whether a woken rank would find what it waits for still unfinished.
+  static bool still_waiting(const RankState& r);
   void abort(int rank, std::string why);
   [[noreturn]] void throw_aborted(int rank) const {
     throw PeerLostError(failed_rank, detail::concat("rank ", rank, ": peer rank ", failed_rank,
@@ -133,8 +234,8 @@ class SimClock final : public Clock {
     Event e;
     e.kind = Event::wake;
     e.time = t;
-    e.timer = op;
-    world_.push(std::move(e));
+    e.index = world_.add_timer(op);
+    world_.push(e);
     while (!op->finished()) world_.block(rank_, *op);
   }
 
@@ -187,7 +288,7 @@ class SimComm final : public Comm {
       for (std::size_t i = 0; i < states.size(); ++i) {
         if (static_cast<SimOp*>(states[i])->finished()) return i;
       }
-      world_.block(rank_, *static_cast<SimOp*>(states[0]));
+      world_.block(rank_, *static_cast<SimOp*>(states[0]), states);
     }
   }
 
@@ -213,15 +314,15 @@ SimWorld::Impl::Impl(int n, Topology topo, bool phantom_payloads)
         Event e;
         e.kind = Event::flow_done;
         e.time = t;
-        e.flow = flow;
+        e.index = flow;
         e.version = version;
-        push(std::move(e));
+        push(e);
       }),
       ranks(static_cast<std::size_t>(n)) {}
 
 void SimWorld::Impl::post_send(const OpPtr& op) {
   ++stats.messages;
-  auto m = std::make_shared<Message>();
+  Message* m = new_message();
   m->src = op->owner;
   m->dst = op->peer;
   m->bytes = op->bytes;
@@ -229,16 +330,24 @@ void SimWorld::Impl::post_send(const OpPtr& op) {
   // The bytes start leaving now, whether or not the receive is posted: the
   // shaper of the in-process transport reserves port time at the send too.
   if (op->bytes > 0 && network.limited(m->src, m->dst)) {
-    auto& line = queued[{m->src, m->dst}];
-    line.push_back(m);
-    if (line.size() == 1) start_flow(m);  // the connection is idle
+    const auto key = static_cast<std::uint64_t>(m->src) * static_cast<std::uint64_t>(size) +
+                     static_cast<std::uint64_t>(m->dst);
+    Line& line = lines[key];
+    m->line = &line;
+    if (line.head == nullptr) {
+      line.head = line.tail = m;
+      start_flow(m);  // the connection is idle
+    } else {
+      line.tail->next_in_line = m;
+      line.tail = m;
+    }
   } else {
     m->left = true;
     Event e;
     e.kind = Event::arrival;
     e.time = now + network.latency(m->src, m->dst, m->bytes);
     e.message = m;
-    push(std::move(e));
+    push(e);
   }
   RankState& receiver = ranks[static_cast<std::size_t>(m->dst)];
   if (auto recv = receiver.queues.post_arrival(m->src, op->tag, m)) match(m, *recv);
@@ -252,13 +361,15 @@ void SimWorld::Impl::post_recv(const OpPtr& op) {
 // The pair is decided: move real data now (the sender's buffer is still
 // owned by the transport, since its send cannot complete before the match)
 // and complete whichever side's time has already come.
-void SimWorld::Impl::match(const MessagePtr& m, const OpPtr& recv) {
+void SimWorld::Impl::match(Message* m, const OpPtr& recv) {
   SimOp& send = *m->send;
   if (std::string error = transport::deliver(*recv, send.owner, send.src, send.bytes);
       !error.empty()) {
     complete(send, error);
     complete(*recv, error);
     m->send = nullptr;
+    m->failed = true;
+    release_if_done(m);
     return;
   }
   m->recv = recv;
@@ -270,10 +381,11 @@ void SimWorld::Impl::match(const MessagePtr& m, const OpPtr& recv) {
   if (m->arrived) {
     complete(*recv);
     m->recv = nullptr;
+    release_if_done(m);
   }
 }
 
-void SimWorld::Impl::start_flow(const MessagePtr& m) {
+void SimWorld::Impl::start_flow(Message* m) {
   const int flow = network.start(m->src, m->dst, m->bytes, now);
   if (static_cast<std::size_t>(flow) >= message_of_flow.size()) {
     message_of_flow.resize(static_cast<std::size_t>(flow) + 1);
@@ -281,15 +393,17 @@ void SimWorld::Impl::start_flow(const MessagePtr& m) {
   message_of_flow[static_cast<std::size_t>(flow)] = m;
 }
 
-void SimWorld::Impl::on_left(const MessagePtr& m) {
+void SimWorld::Impl::on_left(Message* m) {
   // The next message on this connection starts now.
-  auto line = queued.find({m->src, m->dst});
-  line->second.pop_front();
-  if (line->second.empty()) {
-    queued.erase(line);
+  Line& line = *m->line;
+  line.head = m->next_in_line;
+  if (line.head == nullptr) {
+    line.tail = nullptr;
   } else {
-    start_flow(line->second.front());
+    start_flow(line.head);
   }
+  m->line = nullptr;
+  m->next_in_line = nullptr;
   m->left = true;
   if (m->matched && m->send != nullptr) {
     complete(*m->send);
@@ -299,44 +413,62 @@ void SimWorld::Impl::on_left(const MessagePtr& m) {
   e.kind = Event::arrival;
   e.time = now + network.latency(m->src, m->dst, m->bytes);
   e.message = m;
-  push(std::move(e));
+  push(e);
 }
 
-void SimWorld::Impl::on_arrival(const MessagePtr& m) {
+void SimWorld::Impl::on_arrival(Message* m) {
   m->arrived = true;
   if (m->recv != nullptr) {
     complete(*m->recv);
     m->recv = nullptr;
   }
+  release_if_done(m);
 }
 
 void SimWorld::Impl::process(const Event& e) {
   ++stats.events;
   switch (e.kind) {
     case Event::flow_done:
-      if (network.finish(e.flow, e.version, now)) {
-        MessagePtr m = std::move(message_of_flow[static_cast<std::size_t>(e.flow)]);
+      if (network.finish(e.index, e.version, now)) {
+        Message* m = message_of_flow[static_cast<std::size_t>(e.index)];
+        message_of_flow[static_cast<std::size_t>(e.index)] = nullptr;
         on_left(m);
       }
       break;
     case Event::arrival:
       on_arrival(e.message);
       break;
-    case Event::wake:
-      complete(*e.timer);
+    case Event::wake: {
+      // Taken out of its slot first: completing it may let its rank sleep
+      // again, which reuses the slot.
+      OpPtr timer = std::move(timers[static_cast<std::size_t>(e.index)]);
+      free_timers.push_back(e.index);
+      complete(*timer);
       break;
+    }
   }
 }
 
-void SimWorld::Impl::block(int rank, const SimOp& op) {
+void SimWorld::Impl::block(int rank, const SimOp& op, std::span<RequestState* const> any) {
   if (aborted) throw_aborted(rank);
   RankState& r = ranks[static_cast<std::size_t>(rank)];
   r.blocked = true;
   r.waiting_on = &op;
+  r.waiting_any = any;
   ++stats.context_switches;
   fibers[static_cast<std::size_t>(rank)]->yield();
   r.waiting_on = nullptr;
+  r.waiting_any = {};
   if (aborted && !op.done) throw_aborted(rank);
+}
+
+bool SimWorld::Impl::still_waiting(const RankState& r) {
+  if (r.waiting_on == nullptr) return false;  // not in a wait (first run)
+  if (r.waiting_any.empty()) return !r.waiting_on->finished();
+  for (RequestState* state : r.waiting_any) {
+    if (static_cast<SimOp*>(state)->finished()) return false;
+  }
+  return true;
 }
 
 void SimWorld::Impl::abort(int rank, std::string why) {
@@ -413,6 +545,15 @@ void SimWorld::run(const std::function<void(Comm&)>& body) {
     while (!w.runnable.empty()) {
       const int r = w.runnable.front();
       w.runnable.pop_front();
+      // Any completion of a rank's operations wakes it, also one it does
+      // not wait for. Resumed, such a rank would find its wait unmet and
+      // block again at once (SimComm's wait loops, Impl::block): do that
+      // here instead of switching to its stack and back.
+      if (RankState& s = w.ranks[static_cast<std::size_t>(r)]; !w.aborted && Impl::still_waiting(s)) {
+        s.blocked = true;
+        ++w.stats.context_switches;
+        continue;
+      }
       Fiber& f = *w.fibers[static_cast<std::size_t>(r)];
       f.resume();
       if (!f.finished()) continue;
@@ -439,7 +580,7 @@ void SimWorld::run(const std::function<void(Comm&)>& body) {
       w.abort(-1, deadlock);
       continue;
     }
-    Event e = w.events.top();
+    const Event e = w.events.top();
     w.events.pop();
     w.now = e.time;
     w.process(e);
