@@ -105,8 +105,11 @@ std::vector<pid_t> spawn_ranks(const std::vector<std::string>& args, int count, 
       vars += " " + shell_quote(k + "=" + v);
     }
     if (!bind_given) vars += " " + shell_quote("GRADEX_BIND=0.0.0.0");
-    if (const char* debug = std::getenv("GRADEX_DEBUG")) vars += " " + shell_quote(std::string("GRADEX_DEBUG=") + debug);
-    vars += " " + shell_quote("GRADEX_WORLD_SIZE=" + std::to_string(count)) + " " + shell_quote(rank_var);
+    if (const char* debug = std::getenv("GRADEX_DEBUG")) {
+      vars += " " + shell_quote(std::string("GRADEX_DEBUG=") + debug);
+    }
+    vars += " " + shell_quote("GRADEX_WORLD_SIZE=" + std::to_string(count));
+    vars += " " + shell_quote(rank_var);
     std::string command = "cd " + shell_quote(std::filesystem::current_path().string()) + " && ";
     if (c.input) command += "read -r GRADEX_TOKEN && export GRADEX_TOKEN && ";
     command += "exec env" + vars + " " + shell_quote(this_executable());
