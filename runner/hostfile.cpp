@@ -76,11 +76,15 @@ std::vector<std::string> place_ranks(const std::vector<HostSlots>& hosts, int ra
   return placed;
 }
 
+std::string this_host_name() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) throw Error("cannot read this host's name");
+  return name;
+}
+
 bool is_this_host(const std::string& host) {
   if (host == "localhost" || host == "127.0.0.1" || host == "::1") return true;
-  char name[HOST_NAME_MAX + 1] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return false;
-  const std::string self(name);
+  const std::string self = this_host_name();
   const auto short_name = [](const std::string& h) { return h.substr(0, h.find('.')); };
   return host == self || host == short_name(self) || short_name(host) == self;
 }

@@ -40,5 +40,7 @@ std::vector<std::string> place_ranks(const std::vector<HostSlots>& hosts, int ra
 // its domain). Ranks there are started directly; others through the
 // remote shell.
 bool is_this_host(const std::string& host);
+// This machine's name (gethostname); throws Error if it cannot be read.
+std::string this_host_name();
 
 }  // namespace gradex

@@ -5,10 +5,7 @@
 
 #include <boost/asio.hpp>
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <climits>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -76,12 +73,6 @@ std::string free_loopback_rendezvous() { return free_rendezvous("127.0.0.1", "12
 std::string random_token() { return wire::random_hex(32); }
 
 namespace {
-
-std::string this_host_name() {
-  char name[HOST_NAME_MAX + 1] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) throw Error("cannot read this host's name");
-  return name;
-}
 
 // Where rank 0, on `host`, hosts the store for ranks on several hosts.
 std::string rendezvous_on(const std::string& host) {
