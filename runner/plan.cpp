@@ -90,6 +90,9 @@ RunPlan plan_runs(Scenario scenario) {
       if (scenario.ps_servers < 1) {
         throw ConfigError("/ps/servers", "PS consistency training needs at least one server");
       }
+      if (scenario.network.switch_given) {
+        throw ConfigError("/network/switch", "applies to in_network, not to PS consistency training");
+      }
       // Its runs are (workers, consistency model), through its own servers.
       plan.scenario = std::move(scenario);
       return plan;
