@@ -39,7 +39,7 @@ struct TrainFlags {
   std::int64_t timeout_ms = kDefaultTimeout.count();
   double link_gbps = 0;  // 0: unshaped
   double latency_us = 0;
-  bool zero = false;
+  int zero = 0;  // the ZeRO stage; a bare --zero is 2
   std::string transport = "inproc";
 };
 
@@ -195,6 +195,11 @@ void refuse_flags_that_do_not_apply(const TrainFlags& f, const CLI::App& cmd) {
     throw ConfigError("--ranks-per-node",
                       "applies to hierarchical and to shaped links (--link-gbps) only");
   }
+  for (const char* flag : {"--bucket-mb", "--first-bucket-mb"}) {
+    if (given(flag) && f.zero == 3) {
+      throw ConfigError(flag, "does not apply under --zero=3 (each layer is a bucket)");
+    }
+  }
   if (given("--staleness") && std::find(c.begin(), c.end(), "ssp") == c.end()) {
     throw ConfigError("--staleness", "applies to --consistency ssp only");
   }
@@ -265,10 +270,11 @@ Command add_train_command(CLI::App& parent) {
                   "profiled: gradient elements per parameter (shrink with the link rate)");
   cmd->add_option("--link-gbps", f->link_gbps, "shape every link to this many GB/s (0: unshaped)");
   cmd->add_option("--latency-us", f->latency_us, "shaped links' latency in microseconds");
-  cmd->add_flag("--zero", f->zero,
-                "ZeRO-2: reduce-scatter each bucket, each worker steps its shard with "
-                "shard-sized optimizer state, then all-gathers the parameters (schemes that "
-                "provide reduce_scatter and all_gather)");
+  cmd->add_flag("--zero{2}", f->zero,
+                "ZeRO-2 (--zero): reduce-scatter each bucket, each worker steps its shard with "
+                "shard-sized optimizer state, then all-gathers the parameters; ZeRO-3 "
+                "(--zero=3): the parameters sharded too, each layer gathered before its forward "
+                "and backward (schemes that provide reduce_scatter and all_gather)");
   cmd->add_option("--staleness", w.staleness, "SSP's staleness bound s, in steps");
   cmd->add_flag("--no-sync-baseline", w.no_sync_baseline,
                 "also train with the exchange skipped (torch's no_sync) and report comm-share "
@@ -286,7 +292,7 @@ Command add_train_command(CLI::App& parent) {
                              "--latency-us");
             TrainWorkload w = f->w;
             w.overlap = !f->no_overlap;
-            if (f->zero) w.zero = 2;
+            if (f->zero != 0) w.zero = f->zero;
             const auto shards = [&](const std::string& s) {
               const auto scheme = make_scheme(s, setup_for(*f, s).options);
               return scheme->provides(Collective::reduce_scatter) &&
@@ -313,6 +319,7 @@ Command add_train_command(CLI::App& parent) {
               std::cout << "# loading Fashion-MNIST from " << w.data_dir << "\n" << std::flush;
             }
             check_train_workload(w, flag_of);
+            check_zero_transport(w.zero, f->transport, "--zero");
             check_train_memory(w, f->workers, f->transport, flag_of);
             for (const std::string& s : schemes) {
               const auto scheme = make_scheme(s, setup_for(*f, s).options);

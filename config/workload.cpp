@@ -77,6 +77,13 @@ std::optional<TrainWorkload> parse_workload(const nlohmann::json& value, const s
       throw ConfigError(r.child(key), "does not apply to PS consistency training");
     }
   }
+  // ZeRO-3 gathers and reduce-scatters one layer at a time: its buckets
+  // are the layers.
+  for (const char* key : {"bucket_mb", "first_bucket_mb"}) {
+    if (w.zero == 3 && r.has(key)) {
+      throw ConfigError(r.child(key), "does not apply under \"zero\": 3 (each layer is a bucket)");
+    }
+  }
   if (r.has("trace_steps") && w.trace.empty()) {
     throw ConfigError(r.child("trace_steps"), "applies with \"trace\" only");
   }

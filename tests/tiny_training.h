@@ -4,8 +4,13 @@
 // ResNet-50 that the virtual-clock tests train over shaped links.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "schemes/registry.h"
 
 #include "train/dataset.h"
 #include "train/profiled_model.h"
@@ -43,6 +48,26 @@ inline SchemeOptions workers(int n) {
 // The tiny run under `scheme` with `n` in-process workers.
 inline TrainResult train(const std::string& scheme, int n, const TrainConfig& c) {
   return train_data_parallel(scheme, workers(n), c, tiny_data(), Dataset{});
+}
+
+// The largest element-wise difference of two parameter vectors.
+inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, double{std::fabs(a[i] - b[i])});
+  return m;
+}
+
+// The registered schemes that can shard (ZeRO): those that provide both
+// reduce_scatter and all_gather.
+inline std::vector<std::string> sharding_schemes() {
+  std::vector<std::string> names;
+  for (const std::string& name : portable_scheme_names()) {
+    const auto s = make_scheme(name, workers(4));
+    if (s->provides(Collective::reduce_scatter) && s->provides(Collective::all_gather)) {
+      names.push_back(name);
+    }
+  }
+  return names;
 }
 
 // ResNet-50's layers with emulated compute, `samples` items to index.

@@ -120,7 +120,9 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"trace_consistency", TRAIN(R"(, "consistency": ["asp"], "trace": "t.json")"), "/workload/trace"},
         Malformed{"no_sync_consistency", TRAIN(R"(, "consistency": ["bsp"], "no_sync_baseline": true)"), "/workload/no_sync_baseline"},
         Malformed{"zero_type", TRAIN(R"(, "zero": "two")"), "/workload/zero"},
-        Malformed{"zero_stage", TRAIN(R"(, "zero": 3)"), "/workload/zero"},
+        Malformed{"zero_stage", TRAIN(R"(, "zero": 1)"), "/workload/zero"},
+        Malformed{"zero3_bucket", TRAIN(R"(, "zero": 3, "bucket_mb": 1)"), "/workload/bucket_mb"},
+        Malformed{"zero3_first_bucket", TRAIN(R"(, "zero": 3, "first_bucket_mb": 1)"), "/workload/first_bucket_mb"},
         Malformed{"zero_compression", TRAIN(R"(, "zero": 2, "compression": "fp8")"), "/workload/compression"},
         Malformed{"zero_consistency", TRAIN(R"(, "consistency": ["asp"], "zero": 2)"), "/workload/zero"},
         Malformed{"layers_profiled", TRAIN(R"(, "model": "vgg16", "layers": "8")"), "/workload/layers"},
@@ -226,24 +228,43 @@ TEST_F(TrainScenario, LaunchRunsTheNoSyncBaseline) {
 // A "zero": 2 workload runs ZeRO-2 in the launched processes as in the
 // threads, bit for bit; a scheme without reduce_scatter is refused by
 // name before anything runs.
-TEST_F(TrainScenario, Zero2LaunchesOverTcpAndMatchesInProcess) {
+// ZeRO-2 and ZeRO-3 launched as processes over tcp train what they train
+// in process; each rank process reports its own peak resident size.
+TEST_F(TrainScenario, ZeroLaunchesOverTcpAndMatchesInProcess) {
   const std::string zero = R"(, "transport": "tcp")";
-  for (const char* name : {"zero_inproc", "zero_tcp"}) {
-    const fs::path sc = scenario(name, name == std::string("zero_tcp") ? zero : "");
-    std::string text = slurp(sc);
-    text.replace(text.find(R"("max_steps": 3,)"), 15, R"("max_steps": 3, "zero": 2,)");
-    std::ofstream(sc) << text;
-    const Outcome o = gradex((name == std::string("zero_tcp") ? "launch -n 2 " : "run ") + sc.string());
-    ASSERT_EQ(o.code, 0) << o.err << o.out;
-    EXPECT_NE(o.out.find("ring zero-2 epoch 2:"), std::string::npos) << o.out;
+  for (int stage : {2, 3}) {
+    const std::string tag = std::to_string(stage);
+    for (const std::string& name : {"zero_inproc" + tag, "zero_tcp" + tag}) {
+      const bool tcp = name.starts_with("zero_tcp");
+      const fs::path sc = scenario(name, tcp ? zero : "");
+      std::string text = slurp(sc);
+      text.replace(text.find(R"("max_steps": 3,)"), 15,
+                   R"("max_steps": 3, "zero": )" + tag + ",");
+      std::ofstream(sc) << text;
+      const Outcome o = gradex((tcp ? "launch -n 2 " : "run ") + sc.string());
+      ASSERT_EQ(o.code, 0) << o.err << o.out;
+      EXPECT_NE(o.out.find("ring zero-" + tag + " epoch 2:"), std::string::npos) << o.out;
+    }
+    const auto a = results("zero_inproc" + tag)["runs"][0];
+    const auto b = results("zero_tcp" + tag)["runs"][0];
+    EXPECT_EQ(b["scheme"], "ring zero-" + tag);
+    EXPECT_EQ(b["zero"], stage);
+    EXPECT_TRUE(b["replicas_agree"].get<bool>());
+    EXPECT_TRUE(b["wire_matches_declared"].get<bool>());
+    EXPECT_EQ(a["params_fnv1a"], b["params_fnv1a"]);
+    EXPECT_GT(b["process_peak_resident_bytes"].get<double>(), 0);
   }
-  const auto a = results("zero_inproc")["runs"][0];
-  const auto b = results("zero_tcp")["runs"][0];
-  EXPECT_EQ(b["scheme"], "ring zero-2");
-  EXPECT_EQ(b["zero"], 2);
-  EXPECT_TRUE(b["replicas_agree"].get<bool>());
-  EXPECT_TRUE(b["wire_matches_declared"].get<bool>());
-  EXPECT_EQ(a["params_fnv1a"], b["params_fnv1a"]);
+
+  const fs::path sim = scenario("zero_sim", R"(, "transport": "sim")");
+  std::string sim_text = slurp(sim);
+  sim_text.replace(sim_text.find(R"("max_steps": 3,)"), 15, R"("max_steps": 3, "zero": 3,)");
+  sim_text.replace(sim_text.find(R"("timeout_ms": 20000,)"), 20, "");
+  std::ofstream(sim) << sim_text;
+  const Outcome on_sim = gradex("run " + sim.string());
+  EXPECT_EQ(on_sim.code, 2) << on_sim.out;
+  EXPECT_NE(on_sim.err.find("/workload/zero: ZeRO-3 runs on real transports"), std::string::npos)
+      << on_sim.err;
+  EXPECT_FALSE(fs::exists(dir_ / "zero_sim"));
 
   const fs::path tree = scenario("zero_tree", "");
   std::string text = slurp(tree);

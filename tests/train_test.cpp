@@ -302,14 +302,9 @@ SchemeOptions options_for(int n) {
   return o;
 }
 
+using testing::max_abs_diff;
 using testing::tiny_config;
 using testing::tiny_data;
-
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double m = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, double{std::fabs(a[i] - b[i])});
-  return m;
-}
 
 class Equivalence : public ::testing::TestWithParam<std::tuple<std::string, int, std::string>> {};
 

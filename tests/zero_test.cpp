@@ -1,8 +1,9 @@
 // ZeRO-2 in the one training loop: each bucket reduce-scattered, each
 // worker stepping only its shard with shard-sized optimizer state, the
-// parameters all-gathered. It must train to what DDP trains to, move the
-// ring all-reduce's bytes, take its time on a shaped network, and refuse
-// what it cannot run.
+// parameters all-gathered. It must train to what DDP trains to (as must
+// ZeRO-3, whose other tests are in tests/zero3_test.cpp), move the ring
+// all-reduce's bytes, take its time on a shaped network, and refuse what
+// it cannot run.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,6 +23,8 @@
 namespace gradex {
 namespace {
 
+using testing::max_abs_diff;
+using testing::sharding_schemes;
 using testing::tiny_config;
 using testing::tiny_data;
 
@@ -33,27 +36,9 @@ TrainConfig zero2(TrainConfig c) {
   return c;
 }
 
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double m = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, double{std::fabs(a[i] - b[i])});
-  return m;
-}
-
 std::vector<Bucket> tiny_buckets(const TrainConfig& c) {
   const Mlp probe(c.layers, tiny_data());
   return make_buckets(probe.params(), c.bucket_bytes, c.first_bucket_bytes);
-}
-
-// The registered schemes that can shard: those that provide both halves.
-std::vector<std::string> sharding_schemes() {
-  std::vector<std::string> names;
-  for (const std::string& name : portable_scheme_names()) {
-    const auto s = make_scheme(name, workers(4));
-    if (s->provides(Collective::reduce_scatter) && s->provides(Collective::all_gather)) {
-      names.push_back(name);
-    }
-  }
-  return names;
 }
 
 TEST(ZeroShard, TheWorkersShardsPartitionEveryBucket) {
@@ -70,21 +55,23 @@ TEST(ZeroShard, TheWorkersShardsPartitionEveryBucket) {
   }
 }
 
-class Zero2Equivalence
-    : public ::testing::TestWithParam<std::tuple<std::string, int, std::string>> {};
+class ZeroEquivalence
+    : public ::testing::TestWithParam<std::tuple<std::string, int, std::string, int>> {};
 
-// N workers x batch b under ZeRO-2 == 1 worker x batch N*b, and == DDP with
-// the same scheme: sharding moves the optimizer, it does not change it.
-TEST_P(Zero2Equivalence, NWorkersMatchOneWorkerWithNTimesTheBatchAndDdp) {
-  const auto& [scheme, n, optimizer] = GetParam();
-  const TrainConfig many = zero2(tiny_config(optimizer));
+// N workers x batch b under ZeRO-2 or ZeRO-3 == 1 worker x batch N*b, and
+// == DDP with the same scheme: sharding moves the optimizer (and under
+// ZeRO-3 the parameters), it does not change it.
+TEST_P(ZeroEquivalence, NWorkersMatchOneWorkerWithNTimesTheBatchAndDdp) {
+  const auto& [scheme, n, optimizer, stage] = GetParam();
+  TrainConfig many = tiny_config(optimizer);
+  many.zero = stage;
   TrainConfig one = tiny_config(optimizer);
   one.batch = many.batch * n;
   const TrainResult ref = train("ring", 1, one);
   const TrainResult ddp = train(scheme, n, tiny_config(optimizer));
   const TrainResult got = train(scheme, n, many);
   ASSERT_EQ(got.params.size(), ref.params.size());
-  EXPECT_EQ(got.zero, 2);
+  EXPECT_EQ(got.zero, stage);
   EXPECT_EQ(got.steps, ref.steps);
   EXPECT_GT(got.buckets, 1u);
   EXPECT_TRUE(got.replicas_agree);
@@ -92,18 +79,21 @@ TEST_P(Zero2Equivalence, NWorkersMatchOneWorkerWithNTimesTheBatchAndDdp) {
   EXPECT_LT(max_abs_diff(got.params, ddp.params), 1e-5) << scheme << " n=" << n;
 }
 
-std::vector<std::tuple<std::string, int, std::string>> equivalence_cases() {
-  std::vector<std::tuple<std::string, int, std::string>> cases;
-  for (const std::string& name : sharding_schemes()) {
-    for (int n : {2, 3, 4}) cases.emplace_back(name, n, "sgd");
-    cases.emplace_back(name, 4, "adam");
+std::vector<std::tuple<std::string, int, std::string, int>> equivalence_cases() {
+  std::vector<std::tuple<std::string, int, std::string, int>> cases;
+  for (int stage : {2, 3}) {
+    for (const std::string& name : sharding_schemes()) {
+      for (int n : {2, 3, 4}) cases.emplace_back(name, n, "sgd", stage);
+      cases.emplace_back(name, 4, "adam", stage);
+    }
   }
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(ShardingSchemes, Zero2Equivalence,
+INSTANTIATE_TEST_SUITE_P(ShardingSchemes, ZeroEquivalence,
                          ::testing::ValuesIn(equivalence_cases()), [](const auto& info) {
-                           return std::get<0>(info.param) + "_n" +
+                           return "zero" + std::to_string(std::get<3>(info.param)) + "_" +
+                                  std::get<0>(info.param) + "_n" +
                                   std::to_string(std::get<1>(info.param)) + "_" +
                                   std::get<2>(info.param);
                          });
@@ -146,11 +136,16 @@ TEST(Zero2, MovesExactlyTheBytesOfTheRingsAllReduce) {
     EXPECT_DOUBLE_EQ(z.declared->sent, z.wire->sent);
     EXPECT_DOUBLE_EQ(z.declared->received, z.wire->received);
   }
-  for (const std::string& scheme : sharding_schemes()) {
-    const TrainResult z = train(scheme, 3, zero2(tiny_config()));
-    ASSERT_TRUE(z.wire && z.declared) << scheme;
-    EXPECT_DOUBLE_EQ(z.declared->sent, z.wire->sent) << scheme;
-    EXPECT_DOUBLE_EQ(z.declared->received, z.wire->received) << scheme;
+  // Every sharding scheme declares what it moves, at either stage.
+  for (int stage : {2, 3}) {
+    for (const std::string& scheme : sharding_schemes()) {
+      TrainConfig c = tiny_config();
+      c.zero = stage;
+      const TrainResult z = train(scheme, 3, c);
+      ASSERT_TRUE(z.wire && z.declared) << scheme << " zero-" << stage;
+      EXPECT_DOUBLE_EQ(z.declared->sent, z.wire->sent) << scheme << " zero-" << stage;
+      EXPECT_DOUBLE_EQ(z.declared->received, z.wire->received) << scheme << " zero-" << stage;
+    }
   }
 }
 
@@ -198,7 +193,7 @@ TEST(Zero2, SchemesWithoutReduceScatterOrAllGatherAreRefusedByName) {
 }
 
 TEST(Zero2, OtherStagesAreRefused) {
-  for (int stage : {1, 3}) {
+  for (int stage : {1, 4}) {
     TrainConfig c = tiny_config();
     c.zero = stage;
     try {

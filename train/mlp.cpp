@@ -33,28 +33,53 @@ Mlp::Mlp(std::vector<int> layer_sizes, const Dataset& train)
   }
 }
 
-void Mlp::init(std::span<float> params, std::uint64_t seed) const {
-  GRADEX_ENFORCE_EQ(params.size(), param_count());
+std::vector<ParamUnit> Mlp::units() const {
+  std::vector<ParamUnit> out;
+  for (std::size_t l = 0; l < static_cast<std::size_t>(layers()); ++l) {
+    const ParamSpan& w = params_[2 * l];
+    out.push_back({2 * l, 2 * l + 2, w.offset, w.count + params_[2 * l + 1].count});
+  }
+  return out;
+}
+
+void Mlp::init_layers(const std::function<float*(int)>& out, std::uint64_t seed) const {
   std::mt19937_64 rng(seed);
   for (int l = 0; l < layers(); ++l) {
     std::normal_distribution<float> he(0.0f, std::sqrt(2.0f / static_cast<float>(sizes_[l])));
     const ParamSpan& w = params_[2 * static_cast<std::size_t>(l)];
     const ParamSpan& b = params_[2 * static_cast<std::size_t>(l) + 1];
-    for (std::size_t i = 0; i < w.count; ++i) params[w.offset + i] = he(rng);
-    for (std::size_t i = 0; i < b.count; ++i) params[b.offset + i] = 0.0f;
+    float* dst = out(l);
+    for (std::size_t i = 0; i < w.count; ++i) {
+      const float v = he(rng);
+      if (dst != nullptr) dst[i] = v;
+    }
+    if (dst != nullptr) std::fill_n(dst + w.count, b.count, 0.0f);
   }
 }
 
-void Mlp::forward(std::span<const float> params, std::vector<Eigen::MatrixXf>& acts) const {
+void Mlp::init(std::span<float> params, std::uint64_t seed) const {
+  GRADEX_ENFORCE_EQ(params.size(), param_count());
+  const std::vector<ParamUnit> u = units();
+  init_layers([&](int l) { return params.data() + u[static_cast<std::size_t>(l)].offset; }, seed);
+}
+
+void Mlp::init_unit(std::size_t unit, std::span<float> out, std::uint64_t seed) const {
+  GRADEX_ENFORCE_EQ(out.size(), units().at(unit).count, "unit size");
+  init_layers([&](int l) { return static_cast<std::size_t>(l) == unit ? out.data() : nullptr; },
+              seed);
+}
+
+void Mlp::forward(LayerAccess& access, std::vector<Eigen::MatrixXf>& acts) const {
   acts.resize(static_cast<std::size_t>(layers()) + 1);
   for (int l = 0; l < layers(); ++l) {
-    const ParamSpan& w = params_[2 * static_cast<std::size_t>(l)];
-    const ParamSpan& b = params_[2 * static_cast<std::size_t>(l) + 1];
-    ConstMatMap W(params.data() + w.offset, sizes_[l + 1], sizes_[l]);
-    Eigen::Map<const Eigen::VectorXf> bias(params.data() + b.offset, sizes_[l + 1]);
-    Eigen::MatrixXf& out = acts[static_cast<std::size_t>(l) + 1];
-    out.noalias() = W * acts[static_cast<std::size_t>(l)];
+    const std::size_t u = static_cast<std::size_t>(l);
+    const float* p = access.params(u);
+    ConstMatMap W(p, sizes_[l + 1], sizes_[l]);
+    Eigen::Map<const Eigen::VectorXf> bias(p + params_[2 * u].count, sizes_[l + 1]);
+    Eigen::MatrixXf& out = acts[u + 1];
+    out.noalias() = W * acts[u];
     out.colwise() += bias;
+    access.release_params(u);
     if (l + 1 < layers()) out = out.cwiseMax(0.0f);  // ReLU on hidden layers
   }
 }
@@ -71,11 +96,8 @@ void softmax_columns(Eigen::MatrixXf& logits) {
 
 }  // namespace
 
-double Mlp::train_step(std::span<const float> params, std::span<const std::size_t> samples,
-                       std::span<float> grads, float scale, const GradReady& ready,
-                       const std::function<void()>& backward_begins) {
-  GRADEX_ENFORCE_EQ(params.size(), param_count());
-  GRADEX_ENFORCE_EQ(grads.size(), param_count());
+double Mlp::train_step(LayerAccess& access, std::span<const std::size_t> samples, float scale,
+                       const GradReady& ready, const std::function<void()>& backward_begins) {
   const Eigen::Index batch = static_cast<Eigen::Index>(samples.size());
   GRADEX_ENFORCE(batch > 0, "empty batch");
   acts_.resize(static_cast<std::size_t>(layers()) + 1);
@@ -84,7 +106,7 @@ double Mlp::train_step(std::span<const float> params, std::span<const std::size_
   for (Eigen::Index j = 0; j < batch; ++j) {
     input.col(j) = train_.x.col(static_cast<Eigen::Index>(samples[static_cast<std::size_t>(j)]));
   }
-  forward(params, acts_);
+  forward(access, acts_);
   if (backward_begins) backward_begins();
 
   // dLoss/dlogits for mean cross-entropy: (softmax - onehot) / batch.
@@ -101,27 +123,32 @@ double Mlp::train_step(std::span<const float> params, std::span<const std::size_
   delta_out /= static_cast<float>(batch);
 
   for (int l = layers() - 1; l >= 0; --l) {
-    const Eigen::MatrixXf& delta = deltas_[static_cast<std::size_t>(l)];
-    const ParamSpan& w = params_[2 * static_cast<std::size_t>(l)];
-    const ParamSpan& b = params_[2 * static_cast<std::size_t>(l) + 1];
-    const Eigen::MatrixXf& a = acts_[static_cast<std::size_t>(l)];
-    MatMap gW(grads.data() + w.offset, sizes_[l + 1], sizes_[l]);
-    Eigen::Map<Eigen::VectorXf> gb(grads.data() + b.offset, sizes_[l + 1]);
+    const std::size_t u = static_cast<std::size_t>(l);
+    const Eigen::MatrixXf& delta = deltas_[u];
+    const std::size_t weights = params_[2 * u].count;
+    const Eigen::MatrixXf& a = acts_[u];
+    // Gathered before this layer's backward, as FSDP's pre-backward hook
+    // does, whether or not the layer below needs its input gradient.
+    const float* p = access.params(u);
+    float* g = access.grads(u);
+    MatMap gW(g, sizes_[l + 1], sizes_[l]);
+    Eigen::Map<Eigen::VectorXf> gb(g + weights, sizes_[l + 1]);
     gW.noalias() += scale * (delta * a.transpose());
     gb.noalias() += scale * delta.rowwise().sum();
     // This layer's gradients are final: the reducer may ship them while the
     // layers below are still being differentiated.
     if (ready) {
-      ready(2 * static_cast<std::size_t>(l));
-      ready(2 * static_cast<std::size_t>(l) + 1);
+      ready(2 * u);
+      ready(2 * u + 1);
     }
     if (l > 0) {
-      ConstMatMap W(params.data() + w.offset, sizes_[l + 1], sizes_[l]);
-      Eigen::MatrixXf& below = deltas_[static_cast<std::size_t>(l) - 1];
+      ConstMatMap W(p, sizes_[l + 1], sizes_[l]);
+      Eigen::MatrixXf& below = deltas_[u - 1];
       below.noalias() = W.transpose() * delta;
       // ReLU': the activation is positive exactly where its input was.
       below.array() *= (a.array() > 0.0f).cast<float>();
     }
+    access.release_params(u);
   }
   return loss / static_cast<double>(batch);
 }
@@ -138,7 +165,8 @@ Evaluation Mlp::evaluate(std::span<const float> params, const Dataset& data) con
     const Eigen::Index len = std::min(kChunk, n - start);
     acts.resize(static_cast<std::size_t>(layers()) + 1);
     acts[0] = data.x.middleCols(start, len);
-    forward(params, acts);
+    FlatAccess access(params, {}, units());
+    forward(access, acts);
     Eigen::MatrixXf p = acts.back();
     softmax_columns(p);
     for (Eigen::Index j = 0; j < len; ++j) {

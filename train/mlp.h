@@ -1,7 +1,7 @@
 // A multi-layer perceptron classifier (ReLU hidden layers, softmax
 // cross-entropy output) whose linear algebra is Eigen GEMMs over Maps of the
 // flat parameter vector. Parameters, in order: W0, b0, W1, b1, ...; W_l is
-// out x in, column-major.
+// out x in, column-major. Each layer (W_l, b_l) is one unit.
 #pragma once
 
 #include <Eigen/Core>
@@ -19,11 +19,12 @@ class Mlp final : public Model {
 
   const std::vector<ParamSpan>& params() const override { return params_; }
   const std::vector<int>& layer_sizes() const { return sizes_; }
+  std::vector<ParamUnit> units() const override;
   // He-normal weights (suits ReLU), zero biases.
   void init(std::span<float> params, std::uint64_t seed) const override;
-  double train_step(std::span<const float> params, std::span<const std::size_t> samples,
-                    std::span<float> grads, float scale, const GradReady& ready,
-                    const std::function<void()>& backward_begins) override;
+  void init_unit(std::size_t unit, std::span<float> out, std::uint64_t seed) const override;
+  double train_step(LayerAccess& access, std::span<const std::size_t> samples, float scale,
+                    const GradReady& ready, const std::function<void()>& backward_begins) override;
   using Model::train_step;
   // Loss and accuracy over a whole data set, in chunks.
   Evaluation evaluate(std::span<const float> params, const Dataset& data) const;
@@ -33,7 +34,10 @@ class Mlp final : public Model {
   using ConstMatMap = Eigen::Map<const Eigen::MatrixXf>;
   int layers() const { return static_cast<int>(sizes_.size()) - 1; }
   // Activations of every layer for a batch (acts[0] is the input); returns logits.
-  void forward(std::span<const float> params, std::vector<Eigen::MatrixXf>& acts) const;
+  void forward(LayerAccess& access, std::vector<Eigen::MatrixXf>& acts) const;
+  // init() over the units it is asked for: `out(l)` is where layer l's
+  // values go, or null to draw and drop them (the stream stays the same).
+  void init_layers(const std::function<float*(int)>& out, std::uint64_t seed) const;
 
   std::vector<int> sizes_;
   const Dataset& train_;

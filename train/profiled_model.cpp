@@ -27,27 +27,35 @@ void ProfiledModel::init(std::span<float> params, std::uint64_t) const {
   std::fill(params.begin(), params.end(), 0.0f);
 }
 
-double ProfiledModel::train_step(std::span<const float>, std::span<const std::size_t>,
-                                 std::span<float> grads, float, const GradReady& ready,
+double ProfiledModel::train_step(LayerAccess& access, std::span<const std::size_t>, float,
+                                 const GradReady& ready,
                                  const std::function<void()>& backward_begins) {
   RankTime& time = pace_ != nullptr ? *pace_ : own_time_;
   if (pace_ == nullptr) own_time_.begin();
-  // Forward: no gradients.
+  // Forward, first layer first, each layer ending at its own deadline.
+  double at = 0;
+  for (std::size_t l = 0; l < params_.size(); ++l) {
+    access.params(l);
+    // Never past the pass's end, which rounding of the shares could reach.
+    at = std::min(at + share_[l] * config_.forward_seconds, config_.forward_seconds);
+    time.pass_until(at);
+    access.release_params(l);
+  }
   time.pass_until(config_.forward_seconds);
   if (backward_begins) backward_begins();
-  // Backward, last layer first, each layer ending at its own deadline.
-  double at = config_.forward_seconds;
+  // Backward, last layer first.
+  at = config_.forward_seconds;
   for (std::size_t l = params_.size(); l-- > 0;) {
+    access.params(l);
     at += share_[l] * config_.forward_seconds * config_.backward_ratio;
     time.pass_until(at);
     // A recognisable gradient (the layer index) so exchanges move real
-    // data, unless the transport carries sizes only (grads left empty).
-    const ParamSpan& p = params_[l];
-    if (!grads.empty()) {
-      std::fill_n(grads.begin() + static_cast<std::ptrdiff_t>(p.offset), p.count,
-                  static_cast<float>(l));
+    // data, unless the transport carries sizes only (no buffers).
+    if (float* g = access.grads(l); g != nullptr) {
+      std::fill_n(g, params_[l].count, static_cast<float>(l));
     }
     if (ready) ready(l);
+    access.release_params(l);
   }
   return 0.0;
 }

@@ -23,9 +23,8 @@ class ProfiledModel final : public Model {
   ProfiledModel(ModelProfile profile, EmulationConfig config);
   const std::vector<ParamSpan>& params() const override { return params_; }
   void init(std::span<float> params, std::uint64_t seed) const override;
-  double train_step(std::span<const float> params, std::span<const std::size_t> samples,
-                    std::span<float> grads, float scale, const GradReady& ready,
-                    const std::function<void()>& backward_begins) override;
+  double train_step(LayerAccess& access, std::span<const std::size_t> samples, float scale,
+                    const GradReady& ready, const std::function<void()>& backward_begins) override;
   using Model::train_step;
   bool emulated() const override { return true; }
   void pace_with(RankTime& time) override { pace_ = &time; }

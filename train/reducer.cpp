@@ -58,12 +58,16 @@ Reducer::~Reducer() {
   thread_.join();
 }
 
+void Reducer::begin_step() {
+  std::lock_guard lock(mutex_);
+  comm_seconds_ = 0;
+}
+
 void Reducer::prepare() {
   std::lock_guard lock(mutex_);
   for (std::size_t b = 0; b < buckets_.size(); ++b) pending_[b] = buckets_[b].params.size();
   next_launch_ = 0;
   launched_.clear();
-  comm_seconds_ = 0;
 }
 
 void Reducer::mark_ready(std::size_t param) {
@@ -91,8 +95,10 @@ void Reducer::exchange_bucket(std::size_t b) {
   const Collective collective =
       options_.shard ? Collective::reduce_scatter : Collective::all_reduce;
   const ExchangeCall call = average_call(bucket.count, options_.compression, collective);
-  average_gradients(exchange_, comm_, bucket_tensor(grads_, bucket), options_.compression,
-                    collective, scratch_);
+  const Tensor grads =
+      options_.bucket_grads ? options_.bucket_grads(b) : bucket_tensor(grads_, bucket);
+  average_gradients(exchange_, comm_, grads, options_.compression, collective, scratch_);
+  if (options_.exchanged) options_.exchanged(b);
   const double t1 = comm_.clock().now();
   trace_span("bucket", b, call.count * dtype_size(call.dtype), t0, t1);
   std::lock_guard lock(mutex_);
@@ -112,19 +118,26 @@ void Reducer::trace_span(const std::string& what, std::size_t b, std::size_t byt
                        comm_.rank(), 1, t0, t1 - t0, static_cast<int>(b), bytes});
 }
 
+void Reducer::all_gather_timed(Tensor data, std::size_t index) {
+  const double s0 = comm_.clock().now();
+  exchange_.all_gather(comm_, data);
+  const double s1 = comm_.clock().now();
+  trace_span("all-gather", index, data.count * dtype_size(data.dtype), s0, s1);
+  std::lock_guard lock(mutex_);
+  comm_seconds_ += s1 - s0;
+}
+
+std::size_t Reducer::post_all_gather(Tensor data, std::size_t index) {
+  return post([this, data, index] { all_gather_timed(data, index); });
+}
+
 double Reducer::gather(std::span<float> params) {
   GRADEX_ENFORCE(options_.shard, "gather() is ZeRO's; this Reducer all-reduces");
   GRADEX_ENFORCE_EQ(params.size(), grads_.size(), "parameters and gradients differ in size");
   const double t0 = comm_.clock().now();
   run([&] {
     for (std::size_t b = 0; b < buckets_.size(); ++b) {
-      const Bucket& bucket = buckets_[b];
-      const double s0 = comm_.clock().now();
-      exchange_.all_gather(comm_, bucket_tensor(params, bucket));
-      const double s1 = comm_.clock().now();
-      trace_span("all-gather", b, bucket.count * sizeof(float), s0, s1);
-      std::lock_guard lock(mutex_);
-      comm_seconds_ += s1 - s0;
+      all_gather_timed(bucket_tensor(params, buckets_[b]), b);
     }
   });
   return comm_.clock().now() - t0;
@@ -183,6 +196,24 @@ void Reducer::run(const std::function<void()>& job) {
   std::unique_lock lock(mutex_);
   enqueue_locked(job);
   wait_idle(lock);
+}
+
+std::size_t Reducer::post(std::function<void()> job) {
+  if (replaying_) {
+    job();
+    return 0;
+  }
+  std::lock_guard lock(mutex_);
+  enqueue_locked(std::move(job));
+  return submitted_ - 1;
+}
+
+void Reducer::wait(std::size_t ticket) {
+  if (replaying_) return;
+  std::unique_lock lock(mutex_);
+  // Jobs end or throw (their waits time out), so this cannot hang.
+  done_cv_.wait(lock, [&] { return completed_ > ticket || error_; });
+  if (error_) std::rethrow_exception(error_);
 }
 
 void Reducer::enqueue_locked(std::function<void()> job) {

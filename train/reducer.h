@@ -63,6 +63,11 @@ struct ReducerOptions {
   // buckets are replayed against the backward pass's measured duration.
   const RankTime* compute = nullptr;
   bool shard = false;  // ZeRO-2: reduce-scatter the buckets, gather() the parameters
+  // ZeRO-3: bucket b's gradients live in a buffer of their own (a unit's),
+  // not in the flat vector: `bucket_grads(b)` gives it when b launches, and
+  // `exchanged(b)` runs on the communication thread once it is reduced.
+  std::function<Tensor(std::size_t)> bucket_grads;
+  std::function<void(std::size_t)> exchanged;
 };
 
 class Reducer {
@@ -77,6 +82,9 @@ class Reducer {
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
 
+  // At the start of each synchronised step: comm_seconds() and
+  // bucket_times() count from here.
+  void begin_step();
   // Before the backward pass whose gradients are to be synchronised.
   void prepare();
   // The gradient hook: parameter `param`'s gradient is final.
@@ -98,12 +106,21 @@ class Reducer {
   // Runs `job` on the communication thread and waits for it (the one thread
   // that uses the Comm).
   void run(const std::function<void()>& job);
+  // Queues `job` behind what is queued and returns its ticket; wait(ticket)
+  // returns once it has run (jobs run one at a time, in queue order). On a
+  // virtual clock the job runs at once.
+  std::size_t post(std::function<void()> job);
+  void wait(std::size_t ticket);
+  // Posts an all-gather of `data` (each worker's block in place), timed
+  // into comm_seconds() and traced as all-gather `index`.
+  std::size_t post_all_gather(Tensor data, std::size_t index);
   void set_tracing(bool on) { tracing_ = on; }
 
  private:
   void launch_ready_locked();
   void launch_all_locked();
   void exchange_bucket(std::size_t b);
+  void all_gather_timed(Tensor data, std::size_t index);
   void trace_span(const std::string& what, std::size_t b, std::size_t bytes, double t0, double t1);
   // A bucket's range of `all` (gradients or parameters); phantom when the
   // transport carries sizes only and the buffers were left empty.

@@ -96,25 +96,33 @@ void print_bucket_spans(std::ostream& out, const std::vector<TrainRun>& runs) {
   }
 }
 
-// Worker 0's memory figures that the run measured: its optimizer state and
-// the reduced gradients it keeps after the exchange (PS consistency runs,
-// whose servers hold the optimizer, report no gradients kept).
+// Worker 0's memory figures that the run measured: the most bytes of
+// parameters and of gradients it held at once, its optimizer state, the
+// reduced gradients it keeps after the exchange, and the peak resident
+// size of a worker's process (PS consistency runs, whose servers hold the
+// optimizer, report none).
 void print_memory(std::ostream& out, const std::vector<TrainRun>& runs) {
   bool header = false;
   for (const TrainRun& r : runs) {
     const TrainResult& t = r.result;
     if (!t.synchronised || t.reduced_gradient_bytes <= 0) continue;
     if (!header) {
-      out << "#\n# memory per worker (worker 0): optimizer state and the reduced gradients kept "
-             "after the exchange; parameters and the gradient buffer backward writes are "
-             "full-size in every run\n"
-             "# scheme                 workers  zero  optimizer-state  reduced-gradients\n";
+      out << "#\n# memory per worker (worker 0): parameters and gradients held at most at once "
+             "(ZeRO-3: the shard and the layers gathered or in flight), optimizer state, the "
+             "reduced gradients kept after the exchange; process-peak: the largest peak "
+             "resident size of a worker's process (ranks that are threads of one process "
+             "share it)\n"
+             "# scheme                 workers  zero       params    gradients  optimizer-state  "
+             "reduced-gradients  process-peak\n";
       header = true;
     }
-    char line[256];
-    std::snprintf(line, sizeof line, "  %-22s %7d  %4d  %15s  %17s\n", r.scheme.c_str(),
-                  r.workers, t.zero, format_bytes(t.optimizer_state_bytes).c_str(),
-                  format_bytes(t.reduced_gradient_bytes).c_str());
+    char line[320];
+    std::snprintf(line, sizeof line, "  %-22s %7d  %4d  %11s  %11s  %15s  %17s  %12s\n",
+                  r.scheme.c_str(), r.workers, t.zero, format_bytes(t.parameter_bytes).c_str(),
+                  format_bytes(t.gradient_bytes).c_str(),
+                  format_bytes(t.optimizer_state_bytes).c_str(),
+                  format_bytes(t.reduced_gradient_bytes).c_str(),
+                  t.peak_resident_bytes > 0 ? format_bytes(t.peak_resident_bytes).c_str() : "-");
     out << line;
   }
 }
@@ -250,6 +258,9 @@ nlohmann::json train_json(const std::vector<TrainRun>& runs, const nlohmann::jso
                            {"zero", t.zero},
                            {"optimizer_state_bytes_per_worker", t.optimizer_state_bytes},
                            {"reduced_gradient_bytes_per_worker", t.reduced_gradient_bytes},
+                           {"parameter_bytes_per_worker", t.parameter_bytes},
+                           {"gradient_bytes_per_worker", t.gradient_bytes},
+                           {"process_peak_resident_bytes", t.peak_resident_bytes},
                            {"replicas_agree", t.payloads ? nlohmann::json(t.replicas_agree)
                                                          : nlohmann::json(nullptr)},
                            {"epochs", epochs}});

@@ -1,5 +1,6 @@
 #include "train/step_accounting.h"
 
+#include <algorithm>
 #include <bit>
 
 namespace gradex {
@@ -7,18 +8,18 @@ namespace gradex {
 namespace {
 
 // The layout: the four step times, the parameter hash, the bytes sent and
-// received, then each bucket's start and end.
-constexpr std::size_t kHashWord = 4, kFixedWords = 7;
+// received, the peak resident size, then each bucket's start and end.
+constexpr std::size_t kHashWord = 4, kPeakWord = 7, kFixedWords = 8;
 
 }  // namespace
 
 std::vector<std::uint64_t> encode_worker(const StepTimes& sum, std::uint64_t params_hash,
-                                         const Traffic& traffic,
+                                         const Traffic& traffic, std::size_t peak_resident,
                                          const std::vector<std::pair<double, double>>& bucket_sums) {
   std::vector<std::uint64_t> words = {
       std::bit_cast<std::uint64_t>(sum.iteration), std::bit_cast<std::uint64_t>(sum.compute),
       std::bit_cast<std::uint64_t>(sum.comm),      std::bit_cast<std::uint64_t>(sum.exposed),
-      params_hash, traffic.bytes_sent, traffic.bytes_received};
+      params_hash, traffic.bytes_sent, traffic.bytes_received, peak_resident};
   for (const auto& [start, end] : bucket_sums) {
     words.push_back(std::bit_cast<std::uint64_t>(start));
     words.push_back(std::bit_cast<std::uint64_t>(end));
@@ -49,6 +50,8 @@ void decode_workers(TrainResult& result, const std::vector<std::vector<std::uint
     if (rec[kHashWord] != all.front()[kHashWord]) result.replicas_agree = false;
     wire.sent += static_cast<double>(rec[5]) / n;
     wire.received += static_cast<double>(rec[6]) / n;
+    result.peak_resident_bytes =
+        std::max(result.peak_resident_bytes, static_cast<double>(rec[kPeakWord]));
     for (std::size_t b = 0; b < result.bucket_spans.size(); ++b) {
       result.bucket_spans[b].start += real(rec[kFixedWords + 2 * b]) / n;
       result.bucket_spans[b].end += real(rec[kFixedWords + 2 * b + 1]) / n;

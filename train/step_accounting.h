@@ -15,10 +15,11 @@
 
 namespace gradex {
 
-// A worker's figures summed over its steps; bucket_sums holds each
-// bucket's start and end from the start of the step.
+// A worker's figures summed over its steps, with its process's peak
+// resident bytes; bucket_sums holds each bucket's start and end from the
+// start of the step.
 std::vector<std::uint64_t> encode_worker(const StepTimes& sum, std::uint64_t params_hash,
-                                         const Traffic& traffic,
+                                         const Traffic& traffic, std::size_t peak_resident,
                                          const std::vector<std::pair<double, double>>& bucket_sums);
 std::uint64_t params_hash_word(const std::vector<std::uint64_t>& words);
 

@@ -144,6 +144,7 @@ TrainJob::TrainJob(TrainWorkload workload, const FieldNamer& field)
   c.trace_steps = w.trace.empty() ? 0 : w.trace_steps;
   c.straggler_ms = w.straggler_ms;
   c.zero = w.zero;
+  c.keep_params = false;  // reports need the hash only: no second copy of the model
   if (w.model != "mlp") {
     profile_ = model_profile(w.model);
     emulation_.forward_seconds = w.fwd_ms / 1e3;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "common/cancel.h"
 #include "common/straggler.h"
@@ -11,8 +12,10 @@
 #include "train/dataset.h"
 #include "train/mlp.h"
 #include "train/param_buffer.h"
+#include "common/peak_memory.h"
 #include "train/reducer.h"
 #include "train/sharded_optimizer.h"
+#include "train/sharded_params.h"
 #include "train/step_accounting.h"
 #include "transport/world.h"
 
@@ -28,24 +31,36 @@ void check(const TrainConfig& c, int workers) {
   check_zero_stage(c.zero);
 }
 
-// What one synchronised step exchanges, in order: an average per bucket,
-// or sharded a reduce-scatter per bucket, then an all-gather per bucket of
-// the updated parameters.
+// The buckets a step exchanges: DDP's, or under ZeRO-3 one per unit.
+std::vector<Bucket> step_buckets(const Model& model, const TrainConfig& c) {
+  if (c.zero == 3) return unit_buckets(model.units());
+  return make_buckets(model.params(), c.bucket_bytes, c.first_bucket_bytes);
+}
+
+// What one synchronised step exchanges (the buckets' own exchanges first):
+// an average per bucket, or sharded a reduce-scatter per bucket, then an
+// all-gather per bucket of the parameters: once after the step (ZeRO-2),
+// or twice, before forward and before backward (ZeRO-3).
 std::vector<ExchangeCall> step_exchanges(const std::vector<Bucket>& buckets,
                                          const TrainConfig& c) {
   std::vector<ExchangeCall> calls;
   for (const Bucket& b : buckets) {
     calls.push_back(average_call(
-        b.count, c.compression, c.zero == 2 ? Collective::reduce_scatter : Collective::all_reduce));
+        b.count, c.compression, c.zero > 0 ? Collective::reduce_scatter : Collective::all_reduce));
   }
-  for (std::size_t i = 0; c.zero == 2 && i < buckets.size(); ++i) {
-    calls.push_back({buckets[i].count, DType::f32, ReduceOp::sum, Collective::all_gather});
+  for (int pass = 0; pass < (c.zero == 3 ? 2 * c.accumulate : c.zero == 2 ? 1 : 0); ++pass) {
+    for (const Bucket& b : buckets) {
+      calls.push_back({b.count, DType::f32, ReduceOp::sum, Collective::all_gather});
+    }
   }
   return calls;
 }
 
-std::uint64_t fnv1a(std::span<const float> values) {
-  std::uint64_t h = 14695981039346656037ull;
+constexpr std::uint64_t kFnvOffset = 14695981039346656037ull;
+
+// FNV-1a of the values' bytes, continuing from `h` (so a vector can be
+// hashed piece by piece).
+std::uint64_t fnv1a(std::span<const float> values, std::uint64_t h = kFnvOffset) {
   const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
   for (std::size_t i = 0; i < values.size_bytes(); ++i) {
     h ^= bytes[i];
@@ -57,10 +72,13 @@ std::uint64_t fnv1a(std::span<const float> values) {
 // What one worker knows at the end of its loop.
 struct WorkerOutcome {
   StepTimes sum;  // summed over its steps
-  std::vector<float> params;
+  std::vector<float> params;  // when the configuration keeps them
+  std::uint64_t params_hash = 0;
   std::vector<EpochRecord> epochs;  // worker 0 only
   double optimizer_state_bytes = 0;
   double reduced_gradient_bytes = 0;
+  double parameter_bytes = 0;
+  double gradient_bytes = 0;
   Traffic traffic;  // over the steps only
   // Per bucket, its exchange's start and end from the step's start, summed
   // over the steps.
@@ -81,16 +99,19 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
   // so thousands of ranks fit; the exchanges move phantom tensors.
   const bool phantom = comm.phantom_payloads();
   GRADEX_ENFORCE(!phantom || model.emulated(), "a model that learns needs its values");
-  ParamBuffer params(phantom ? 0 : param_count), grads(phantom ? 0 : param_count);
-  // Every worker initialises differently; the broadcast makes them agree.
-  model.init(params, config.seed + static_cast<std::uint64_t>(rank) * 7919);
   const bool sync = config.synchronise;
   const bool sharded = sync && config.zero == 2;
-  std::vector<Bucket> buckets =
-      make_buckets(model.params(), config.bucket_bytes, config.first_bucket_bytes);
+  // ZeRO-3: no whole vectors at all; the store holds this worker's shards.
+  std::optional<ShardedParams> store;
+  if (sync && config.zero == 3) store.emplace(model.units(), rank, workers);
+  const bool whole = !phantom && !store;
+  ParamBuffer params(whole ? param_count : 0), grads(whole ? param_count : 0);
+  std::vector<Bucket> buckets = step_buckets(model, config);
   // The gradients this worker keeps reduced and the parameters it steps.
   const std::vector<ParamRange> kept =
-      sharded ? zero_shard(buckets, rank, workers) : std::vector<ParamRange>{{0, param_count}};
+      store     ? std::vector<ParamRange>{{0, store->shard_elements()}}
+      : sharded ? zero_shard(buckets, rank, workers)
+                : std::vector<ParamRange>{{0, param_count}};
   ShardedOptimizer optimizer(config.optimizer, model.emulated() ? std::vector<ParamRange>{} : kept);
   // Compute's time on this rank's clock (measured and charged on the
   // simulator's virtual clock).
@@ -98,13 +119,50 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
   model.pace_with(time);
   // The Reducer's communication thread is the only user of `comm` until it
   // is destroyed at the end of this function.
-  Reducer reducer(comm, exchange, grads, std::move(buckets), model.params(),
-                  {config.compression, config.overlap, trace, &time, sharded});
-  const Tensor all_params{phantom ? nullptr : params.data(), param_count, DType::f32};
-  reducer.run([&] { broadcast_from_worker0(exchange, comm, all_params); });
-  // The broadcast is not a step's traffic. The communication thread is idle
-  // from here to each finish(), whose wait orders its counts before ours.
-  const Traffic before_steps = comm.traffic();
+  ReducerOptions reducer_options;
+  reducer_options.compression = config.compression;
+  reducer_options.overlap = config.overlap;
+  reducer_options.trace = trace;
+  reducer_options.compute = &time;
+  reducer_options.shard = sharded;
+  if (store) reducer_options = store->reducer_options(reducer_options);
+  Reducer reducer(comm, exchange, grads, std::move(buckets), model.params(), reducer_options);
+  const auto broadcast = [&](Tensor t) {
+    reducer.run([&] { broadcast_from_worker0(exchange, comm, t); });
+  };
+  if (store) {
+    store->attach(reducer);
+    // Worker 0's initial values, as a replicated run starts from them.
+    store->scatter_from_worker0(
+        [&](std::size_t u, std::span<float> values) { model.init_unit(u, values, config.seed); },
+        broadcast);
+  } else {
+    // Every worker initialises differently; the broadcast makes them agree.
+    model.init(params, config.seed + static_cast<std::uint64_t>(rank) * 7919);
+    broadcast(Tensor{phantom ? nullptr : params.data(), param_count, DType::f32});
+  }
+  FlatAccess flat(params, grads, model.units());
+  LayerAccess& access = store ? static_cast<LayerAccess&>(*store) : flat;
+  // Every worker's values whole, unit by unit (ZeRO-3 gathers them: every
+  // worker takes part); `keep` says whether to copy them into `into`.
+  std::uint64_t hash = 0;
+  const auto whole_params = [&](std::vector<float>& into, bool keep) {
+    hash = kFnvOffset;
+    if (!store) {
+      if (keep) into.assign(params.begin(), params.end());
+      hash = fnv1a(params, hash);
+      return;
+    }
+    if (keep) into.assign(param_count, 0.0f);
+    store->for_each_gathered([&](std::size_t u, std::span<const float> values) {
+      hash = fnv1a(values, hash);
+      if (keep) std::copy(values.begin(), values.end(), into.begin() + static_cast<std::ptrdiff_t>(model.units()[u].offset));
+    });
+  };
+  // The broadcast is not a step's traffic, nor are the evaluation's
+  // gathers. The communication thread is idle between steps, and each
+  // finish() orders its counts before ours.
+  Traffic steps_traffic;
   out.bucket_sums.resize(reducer.buckets().size());
 
   const float scale = 1.0f / static_cast<float>(config.accumulate);
@@ -123,9 +181,12 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
       throw_if_cancelled();
       const bool tracing = trace != nullptr && epoch == 0 && s < config.trace_steps;
       reducer.set_tracing(tracing);
+      const Traffic step_start = comm.traffic();
       const double t_start = comm.clock().now();
       straggle(comm, workers, config.straggler_ms);
       std::fill(grads.begin(), grads.end(), 0.0f);
+      if (sync) reducer.begin_step();
+      if (store) store->begin_step();
       double compute = 0;
       for (int k = 0; k < config.accumulate; ++k) {
         const std::size_t first = (static_cast<std::size_t>(s) * config.accumulate + k) * micro;
@@ -134,10 +195,11 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
         // none in the no-sync baseline.
         const bool last = sync && k + 1 == config.accumulate;
         if (last) reducer.prepare();
+        if (store) store->begin_pass();
         const double t0 = time.begin();
         double tb = t0;
         loss_sum += model.train_step(
-            params, batch, grads, scale,
+            access, batch, scale,
             last ? GradReady([&](std::size_t p) { reducer.mark_ready(p); }) : GradReady(),
             [&] { tb = t0 + time.elapsed(); });
         // The last stretch ends in reducer.finish(), which on a virtual
@@ -153,6 +215,8 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
       const double t2 = time.begin();
       if (model.emulated()) {
         time.pass_until(0);  // no optimizer to run: charged nothing
+      } else if (store) {
+        optimizer.step(store->shard_params(), store->shard_grads());
       } else {
         optimizer.step(params, grads);
       }
@@ -165,6 +229,7 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
       sum.iteration += t_end - t_start;
       sum.compute += compute;
       sum.exposed += exposed;
+      steps_traffic += traffic_since(step_start, comm.traffic());
       if (sync) {
         sum.comm += reducer.comm_seconds();
         const auto times = reducer.bucket_times();
@@ -175,17 +240,26 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
       }
       train_seconds += t_end - t_start;
     }
+    // Worker 0 scores the model; under ZeRO-3 every worker helps gather it.
+    const bool scoring = config.evaluate && (store || rank == 0);
+    std::vector<float> scored;
+    if (scoring && store) whole_params(scored, rank == 0);
     if (rank == 0) {
+      const std::span<const float> now = store ? std::span<const float>(scored) : params;
       const EpochRecord rec = epoch_record(epoch, loss_sum, steps * config.accumulate,
-                                           train_seconds, config, source, params);
+                                           train_seconds, config, source, now);
       if (on_epoch) on_epoch(rec);
       out.epochs.push_back(rec);
     }
   }
-  out.traffic = traffic_since(before_steps, comm.traffic());
-  out.params.assign(params.begin(), params.end());
+  out.traffic = steps_traffic;
+  whole_params(out.params, config.keep_params);
+  out.params_hash = hash;
   out.optimizer_state_bytes = static_cast<double>(optimizer.state_bytes());
   out.reduced_gradient_bytes = static_cast<double>(range_elements(kept) * sizeof(float));
+  const double whole_bytes = static_cast<double>(param_count * sizeof(float));
+  out.parameter_bytes = store ? static_cast<double>(store->peak_param_bytes()) : whole_bytes;
+  out.gradient_bytes = store ? static_cast<double>(store->peak_grad_bytes()) : whole_bytes;
   return out;
 }
 
@@ -212,14 +286,23 @@ TrainConfig no_sync_baseline(TrainConfig config) {
   config.trace_steps = 0;
   // Each worker steps on its own whole gradient: nothing to shard.
   config.zero = 0;
+  config.keep_params = false;
   return config;
 }
 
 void check_zero_stage(int zero) {
-  if (zero != 0 && zero != 2) {
+  if (zero != 0 && zero != 2 && zero != 3) {
     throw ConfigError("zero", "stage " + std::to_string(zero) +
-                                  " is not run: 0 (replicated, DDP) or 2 (ZeRO-2: gradients and "
-                                  "optimizer state sharded; ZeRO-3 is not implemented)");
+                                  " is not run: 0 (replicated, DDP), 2 (ZeRO-2: gradients and "
+                                  "optimizer state sharded) or 3 (ZeRO-3/FSDP: parameters too)");
+  }
+}
+
+void check_zero_transport(int zero, const std::string& transport, const std::string& field) {
+  if (zero == 3 && transport == "sim") {
+    throw ConfigError(field, "ZeRO-3 runs on real transports (inproc, tcp, zmq), not on the "
+                             "simulator: its per-layer gathers are not replayed on a virtual "
+                             "clock");
   }
 }
 
@@ -233,13 +316,14 @@ void check_zero(int zero, const std::function<bool(Collective)>& provides,
     missing += collective_name(c);
   }
   if (!missing.empty()) {
-    throw ConfigError(field, "ZeRO-2 needs a scheme that provides reduce_scatter and all_gather; '" +
+    throw ConfigError(field, "ZeRO-" + std::to_string(zero) +
+                                 " needs a scheme that provides reduce_scatter and all_gather; '" +
                                  name + "' provides no " + missing);
   }
 }
 
 std::string run_label(const std::string& scheme, const TrainConfig& config) {
-  return config.zero == 2 ? scheme + " zero-2" : scheme;
+  return config.zero > 0 ? scheme + " zero-" + std::to_string(config.zero) : scheme;
 }
 
 long training_steps_per_epoch(const TrainConfig& c, std::size_t samples, int workers) {
@@ -262,7 +346,8 @@ TrainResult train_rank(Comm& comm, GradientExchange& exchange, const TrainConfig
   // Callers name the scheme in their check_zero, before any rank starts.
   GRADEX_ENFORCE(config.zero == 0 || (exchange.provides(Collective::reduce_scatter) &&
                                       exchange.provides(Collective::all_gather)),
-                 "ZeRO-2 over an exchange without reduce_scatter and all_gather");
+                 "ZeRO over an exchange without reduce_scatter and all_gather");
+  GRADEX_ENFORCE(config.zero != 3 || !comm.clock().is_virtual(), "ZeRO-3 on a virtual clock");
   TrainResult result;
   result.steps = steps * config.epochs;
   result.zero = config.synchronise ? config.zero : 0;
@@ -270,8 +355,7 @@ TrainResult train_rank(Comm& comm, GradientExchange& exchange, const TrainConfig
   {
     const auto probe = source.make_model();
     result.param_count = probe->param_count();
-    const std::vector<Bucket> buckets =
-        make_buckets(probe->params(), config.bucket_bytes, config.first_bucket_bytes);
+    const std::vector<Bucket> buckets = step_buckets(*probe, config);
     step_calls = step_exchanges(buckets, config);
     result.buckets = buckets.size();
   }
@@ -284,8 +368,11 @@ TrainResult train_rank(Comm& comm, GradientExchange& exchange, const TrainConfig
     }
     return result;
   }
+  // This run's peak, not an earlier run's in the same process.
+  reset_peak_resident_bytes();
   WorkerOutcome own = run_worker(comm, exchange, config, source, steps, trace, on_epoch);
-  const std::vector<std::uint64_t> mine = encode_worker(own.sum, fnv1a(own.params), own.traffic, own.bucket_sums);
+  const std::vector<std::uint64_t> mine = encode_worker(
+      own.sum, own.params_hash, own.traffic, peak_resident_bytes(), own.bucket_sums);
   const std::size_t record_bytes = mine.size() * sizeof(std::uint64_t);
   result.synchronised = config.synchronise;
   result.payloads = !comm.phantom_payloads();
@@ -321,6 +408,8 @@ TrainResult train_rank(Comm& comm, GradientExchange& exchange, const TrainConfig
   result.epochs = std::move(own.epochs);
   result.optimizer_state_bytes = own.optimizer_state_bytes;
   result.reduced_gradient_bytes = own.reduced_gradient_bytes;
+  result.parameter_bytes = own.parameter_bytes;
+  result.gradient_bytes = own.gradient_bytes;
   result.params = std::move(own.params);
   return result;
 }
@@ -348,6 +437,7 @@ TrainResult train_data_parallel(const std::string& scheme_name, const SchemeOpti
   check(config, options.workers);
   SchemeExchange exchange(make_scheme(scheme_name, options));
   check_zero(config.zero, [&](Collective c) { return exchange.provides(c); }, scheme_name, "zero");
+  check_zero_transport(config.zero, transport, "zero");
   // Bad input fails here, before any rank starts (or connects).
   training_steps_per_epoch(config, source.samples, exchange.workers());
   TrainResult result;

@@ -58,9 +58,14 @@ struct TrainConfig {
   // The ZeRO stage: 0 replicates gradients and optimizer state (DDP); 2
   // reduce-scatters each bucket so that every worker keeps and steps only
   // its shard, then all-gathers the updated parameters
-  // (train/sharded_optimizer.h). Needs a scheme that provides
-  // reduce_scatter and all_gather, and no compression.
+  // (train/sharded_optimizer.h); 3 also shards the parameters, gathering
+  // each layer before its forward and its backward
+  // (train/sharded_params.h). Needs a scheme that provides reduce_scatter
+  // and all_gather; stage 3 runs on real transports only.
   int zero = 0;
+  // false: worker 0's final parameters are not copied into the result
+  // (only their hash is), so a run holds no second copy of the model.
+  bool keep_params = true;
 };
 
 struct EpochRecord {
@@ -108,11 +113,18 @@ struct TrainResult {
   // simulator), so replicas_agree compares nothing and is not reported.
   bool payloads = true;
   // Per worker (worker 0's, the largest shard): the optimizer's state, and
-  // the reduced gradients it keeps after the exchange (ZeRO-2: its shard;
-  // the buffer backward writes into stays full-size either way, as do the
-  // parameters: this is not ZeRO-3).
+  // the reduced gradients it keeps after the exchange (ZeRO-2 and 3: its
+  // shard); the most bytes of parameters and of gradients it held at once
+  // (replicated and ZeRO-2: the whole model each; ZeRO-3: its shards and
+  // the layers gathered or awaiting their reduce-scatter).
   double optimizer_state_bytes = 0;
   double reduced_gradient_bytes = 0;
+  double parameter_bytes = 0;
+  double gradient_bytes = 0;
+  // The largest peak resident size of a worker's process during the run
+  // (common/peak_memory.h): per worker when each is a process of its own;
+  // 0 when unknown.
+  double peak_resident_bytes = 0;
   int zero = 0;  // the ZeRO stage it ran with
   bool synchronised = true;  // false: a no-sync baseline, whose replicas diverge by design
   // Counted by the transport (Comm::traffic) over the steps, the initial
@@ -158,6 +170,9 @@ inline bool carries_sizes_only(const std::string& transport, bool emulated) {
 
 // Throws ConfigError ("zero") for a ZeRO stage gradex does not run.
 void check_zero_stage(int zero);
+// Throws ConfigError naming `field` when ZeRO stage `zero` cannot run over
+// `transport`.
+void check_zero_transport(int zero, const std::string& transport, const std::string& field);
 // Throws ConfigError naming `field` when ZeRO stage `zero` shards and the
 // scheme `name` lacks reduce_scatter or all_gather (`provides` asks it).
 void check_zero(int zero, const std::function<bool(Collective)>& provides,

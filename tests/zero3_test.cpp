@@ -1,0 +1,155 @@
+// ZeRO-3 (FSDP's full sharding) in the one training loop: parameters,
+// gradients and optimizer state sharded, each layer all-gathered before
+// its forward and again before its backward, its gradient reduce-scattered.
+// It must train to what DDP trains to (the equivalence suite, shared with
+// ZeRO-2, is in tests/zero_test.cpp), move 1.5x DDP's bytes, hold about
+// 1/N of the model per worker, and refuse what it cannot run.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/errors.h"
+#include "schemes/registry.h"
+#include "train/mlp.h"
+#include "train/sharded_params.h"
+#include "train/trainer.h"
+
+#include "tiny_training.h"
+
+namespace gradex {
+namespace {
+
+using testing::max_abs_diff;
+using testing::tiny_config;
+using testing::tiny_data;
+using testing::train;
+using testing::workers;
+
+TrainConfig zero3(TrainConfig c) {
+  c.zero = 3;
+  return c;
+}
+
+// Deeper than the tiny model, with equal layers, so that a few gathered
+// layers are small beside the whole.
+TrainConfig deep_config(const std::string& optimizer = "sgd") {
+  TrainConfig c = tiny_config(optimizer);
+  c.layers = {12};
+  c.layers.insert(c.layers.end(), 16, 32);  // sixteen hidden layers of 32
+  c.layers.push_back(4);
+  return c;
+}
+
+// Over the ring, with DDP's buckets cut where ZeRO-3's layers are, the
+// parameters agree to float rounding: the same sums, the unit buffers
+// aligned as the flat vector.
+TEST(Zero3, OverTheRingMatchesDdpBitForBit) {
+  for (int n : {2, 3, 4}) {
+    TrainConfig ddp_config = tiny_config();
+    ddp_config.bucket_bytes = 1;  // one bucket per parameter, as ZeRO-3's layers split them
+    ddp_config.first_bucket_bytes = 1;
+    const TrainResult ddp = train("ring", n, ddp_config);
+    const TrainResult z = train("ring", n, zero3(tiny_config()));
+    EXPECT_LT(max_abs_diff(z.params, ddp.params), 1e-6) << n;
+  }
+}
+
+// Micro-batches accumulate into the whole layer gradients, which the last
+// one's backward reduce-scatters: K micro-batches of b == one of K*b.
+TEST(Zero3, AccumulatedMicroBatchesMatchOneLargerBatch) {
+  TrainConfig acc = zero3(tiny_config());
+  acc.accumulate = 2;
+  TrainConfig big = tiny_config();
+  big.batch = 2 * acc.batch;
+  const TrainResult a = train("ring", 2, acc);
+  const TrainResult b = train("ring", 2, big);
+  EXPECT_LT(max_abs_diff(a.params, b.params), 1e-5);
+}
+
+// Counted by the transport: per layer an all-gather before forward, one
+// before backward and a reduce-scatter: 3 (n-1)/n of the model per worker
+// over the ring, 1.5x DDP's all-reduce, and what the ring declares.
+TEST(Zero3, MovesOneAndAHalfTimesDdpsBytes) {
+  for (int n : {2, 3, 4}) {
+    const TrainResult ddp = train("ring", n, tiny_config());
+    const TrainResult z = train("ring", n, zero3(tiny_config()));
+    ASSERT_TRUE(z.wire && ddp.wire && z.declared);
+    EXPECT_DOUBLE_EQ(z.wire->sent, 1.5 * ddp.wire->sent) << n;
+    EXPECT_DOUBLE_EQ(z.wire->received, 1.5 * ddp.wire->received) << n;
+    EXPECT_DOUBLE_EQ(z.wire->sent, 3.0 * (n - 1) / n * 4.0 * static_cast<double>(z.param_count));
+    EXPECT_DOUBLE_EQ(z.declared->sent, z.wire->sent);
+  }
+  // Every scheme's declaration: tests/zero_test.cpp, with ZeRO-2's.
+}
+
+// A worker holds its shard of every layer and at most two layers whole
+// (the one in use and the prefetched one), of parameters and of gradients.
+// With sixteen equal hidden layers over 4 workers that is under half of
+// the replicated model, and the optimizer state is a quarter.
+TEST(Zero3, EachWorkerHoldsItsShardAndAFewLayers) {
+  const TrainConfig c = deep_config("adam");
+  const Mlp probe(c.layers, tiny_data());
+  std::size_t largest = 0;
+  for (const ParamUnit& u : probe.units()) largest = std::max(largest, u.count);
+  for (int n : {1, 2, 4}) {
+    std::size_t shard = 0;
+    for (const ParamUnit& u : probe.units()) shard += (u.count + n - 1) / n;
+    const TrainResult ddp = train("ring", n, c);
+    const TrainResult z = train("ring", n, zero3(c));
+    const double whole = 4.0 * static_cast<double>(probe.param_count());
+    EXPECT_EQ(ddp.parameter_bytes, whole);
+    EXPECT_EQ(ddp.gradient_bytes, whole);
+    EXPECT_EQ(z.optimizer_state_bytes, 8.0 * shard) << n;
+    EXPECT_EQ(z.reduced_gradient_bytes, 4.0 * shard) << n;
+    EXPECT_LE(z.parameter_bytes, 4.0 * (shard + 2 * largest)) << n;
+    EXPECT_LE(z.gradient_bytes, 4.0 * (shard + 2 * largest)) << n;
+    EXPECT_GT(z.parameter_bytes, 4.0 * (shard + largest)) << n;  // one layer is whole in use
+    if (n == 4) {
+      EXPECT_LT(z.parameter_bytes, 0.5 * whole);
+      EXPECT_LT(z.gradient_bytes, 0.5 * whole);
+    }
+  }
+}
+
+// Every layer's values, gathered from the shards, are worker 0's initial
+// ones: the store starts where a replicated run starts.
+TEST(Zero3, InitialShardsAreWorkerZerosValues) {
+  const TrainConfig c = deep_config();
+  const Mlp mlp(c.layers, tiny_data());
+  std::vector<float> whole(mlp.param_count());
+  mlp.init(whole, 5);
+  for (std::size_t u = 0; u < mlp.units().size(); ++u) {
+    const ParamUnit unit = mlp.units()[u];
+    std::vector<float> part(unit.count);
+    mlp.init_unit(u, part, 5);
+    EXPECT_TRUE(std::equal(part.begin(), part.end(),
+                           whole.begin() + static_cast<std::ptrdiff_t>(unit.offset)))
+        << u;
+  }
+}
+
+TEST(Zero3, IsRefusedOnTheSimulatorAndWithoutReduceScatterOrAllGather) {
+  try {
+    train_data_parallel("ring", workers(2), zero3(tiny_config()),
+                        testing::emulated_resnet50({}, 4), "sim");
+    FAIL() << "ZeRO-3 ran on the simulator";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "zero");
+    EXPECT_NE(e.reason().find("real transports"), std::string::npos) << e.what();
+  }
+  try {
+    train("tree", 3, zero3(tiny_config()));
+    FAIL() << "tree trained under ZeRO-3";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(e.reason().find("ZeRO-3 needs a scheme that provides reduce_scatter"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace gradex
