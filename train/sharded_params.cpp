@@ -1,6 +1,7 @@
 #include "train/sharded_params.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "common/errors.h"
 #include "common/scheme.h"
@@ -154,7 +155,9 @@ const float* ShardedParams::params(std::size_t unit) {
                  unit, " out of order (position ", pos, ")");
   // This unit's gather, and the next one's behind it (the prefetch).
   while (next_post_ <= std::min(pos + 1, gathered_.size() - 1)) post_gather(next_post_++);
+  const auto t0 = std::chrono::steady_clock::now();
   reducer_->wait(tickets_[pos]);
+  waited_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   held_at_[unit] = pos;
   ++next_acquire_;
   return gathered_[pos].data;
@@ -168,6 +171,12 @@ float* ShardedParams::grads(std::size_t unit) {
   UnitBuffer& b = grad_buffers_.at(unit);
   if (b.data == nullptr) b = allocate(unit, live_grads_, peak_grads_);
   return b.data;
+}
+
+double ShardedParams::take_wait_seconds() {
+  const double w = waited_;
+  waited_ = 0;
+  return w;
 }
 
 std::size_t ShardedParams::peak_param_bytes() const { return peak_params_.load(); }

@@ -62,6 +62,11 @@ class ShardedParams final : public LayerAccess {
   void release_params(std::size_t unit) override;
   float* grads(std::size_t unit) override;
 
+  // Seconds params() spent waiting for gathers since the last call: the
+  // communication a pass could not hide, which the loop counts as exposed
+  // rather than as compute.
+  double take_wait_seconds();
+
   std::span<float> shard_params() { return {shard_params_.data(), shard_params_.size()}; }
   std::span<float> shard_grads() { return {shard_grads_.data(), shard_grads_.size()}; }
   // Elements of the shard (of parameters, and of gradients).
@@ -101,6 +106,7 @@ class ShardedParams final : public LayerAccess {
   std::vector<std::size_t> tickets_;
   std::vector<std::size_t> held_at_;  // per unit: the position it was acquired at
   std::size_t next_post_ = 0, next_acquire_ = 0;
+  double waited_ = 0;
   std::vector<UnitBuffer> grad_buffers_;  // per unit, during backward
   std::atomic<std::size_t> live_params_{0}, peak_params_{0}, live_grads_{0}, peak_grads_{0};
 };

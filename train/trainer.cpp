@@ -187,7 +187,7 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
       std::fill(grads.begin(), grads.end(), 0.0f);
       if (sync) reducer.begin_step();
       if (store) store->begin_step();
-      double compute = 0;
+      double compute = 0, exposed = 0;
       for (int k = 0; k < config.accumulate; ++k) {
         const std::size_t first = (static_cast<std::size_t>(s) * config.accumulate + k) * micro;
         const std::span<const std::size_t> batch(shard.data() + first, micro);
@@ -206,12 +206,18 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
         // clock replays the buckets' exchanges against it.
         const double t1 = last ? t0 + time.elapsed() : time.end();
         compute += t1 - t0;
+        // ZeRO-3's waits for gathered layers sit inside the pass.
+        if (store) {
+          const double waited = store->take_wait_seconds();
+          compute -= waited;
+          exposed += waited;
+        }
         if (tracing) {
           record("forward", t0, tb);
           record(last ? "backward" : "backward (no_sync)", tb, t1);
         }
       }
-      double exposed = sync ? reducer.finish() : 0.0;
+      if (sync) exposed += reducer.finish();
       const double t2 = time.begin();
       if (model.emulated()) {
         time.pass_until(0);  // no optimizer to run: charged nothing
