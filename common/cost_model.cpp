@@ -16,23 +16,38 @@ PortId port_to(const Topology& topology, int endpoint, int peer) {
 
 double slowest_flow(const Topology& topology, const std::vector<Flow>& flows) {
   std::map<PortId, double> egress, ingress;  // bytes on the wire per port
+  // With a second tier: bytes through each leaf's uplink and downlink.
+  const std::vector<double> leaf_rate = topology.leaf_rates();
+  std::map<int, double> up, down;
   for (const Flow& f : flows) {
     if (f.src == f.dst) continue;
     const double wire = topology.link(f.src, f.dst).wire_bytes(f.bytes);
     egress[port_to(topology, f.src, f.dst)] += wire;
     ingress[port_to(topology, f.dst, f.src)] += wire;
+    if (!topology.crosses_spine(f.src, f.dst)) continue;
+    if (const int l = topology.leaf_of(f.src); l >= 0) up[l] += wire;
+    if (const int l = topology.leaf_of(f.dst); l >= 0) down[l] += wire;
   }
   double worst = 0;
   for (const Flow& f : flows) {
     if (f.src == f.dst) continue;
     const LinkSpec& link = topology.link(f.src, f.dst);
+    if (link.unlimited()) {
+      worst = std::max(worst, link.delay(f.bytes));
+      continue;
+    }
     // Each port at its own rate (a switch's port and a GPU's differ).
-    const double serialise =
-        link.unlimited() ? 0.0
-                         : std::max(egress[port_to(topology, f.src, f.dst)] /
-                                        topology.port_rate(f.src, f.dst),
-                                    ingress[port_to(topology, f.dst, f.src)] /
-                                        topology.port_rate(f.dst, f.src));
+    double serialise = std::max(
+        egress[port_to(topology, f.src, f.dst)] / topology.port_rate(f.src, f.dst),
+        ingress[port_to(topology, f.dst, f.src)] / topology.port_rate(f.dst, f.src));
+    if (topology.crosses_spine(f.src, f.dst)) {
+      if (const int l = topology.leaf_of(f.src); l >= 0) {
+        serialise = std::max(serialise, up[l] / leaf_rate[static_cast<std::size_t>(l)]);
+      }
+      if (const int l = topology.leaf_of(f.dst); l >= 0) {
+        serialise = std::max(serialise, down[l] / leaf_rate[static_cast<std::size_t>(l)]);
+      }
+    }
     worst = std::max(worst, link.delay(f.bytes) + serialise);
   }
   return worst;

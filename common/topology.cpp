@@ -77,6 +77,28 @@ double Topology::egress_capacity() const {
   return total;
 }
 
+int Topology::leaf_of(int endpoint) const {
+  if (nodes_per_leaf <= 0) return -1;
+  // A switch that sums across nodes is the spine's; one inside a node
+  // (NVLS) is under its node's leaf.
+  if (switch_port(endpoint) && !same_node(endpoint, 0)) return -1;
+  return node_of.at(static_cast<std::size_t>(endpoint)) / nodes_per_leaf;
+}
+
+std::vector<double> Topology::leaf_rates() const {
+  std::vector<double> rate;
+  if (nodes_per_leaf <= 0) return rate;
+  std::set<int> counted_nodes;  // shared NICs are counted once per node
+  for (int e = 0; e < endpoints(); ++e) {
+    const int leaf = leaf_of(e);
+    if (leaf < 0 || switch_port(e)) continue;
+    if (nic_per_node && !counted_nodes.insert(node_of[static_cast<std::size_t>(e)]).second) continue;
+    if (leaf >= static_cast<int>(rate.size())) rate.resize(static_cast<std::size_t>(leaf) + 1, 0.0);
+    rate[static_cast<std::size_t>(leaf)] += inter.bytes_per_second / oversubscription;
+  }
+  return rate;
+}
+
 void Topology::make_switch(int first, LinkSpec link, bool in_node) {
   GRADEX_ENFORCE(first >= 1 && first <= endpoints(), "switch ports from ", first, " of ", endpoints());
   first_switch_port = first;

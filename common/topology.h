@@ -75,6 +75,16 @@ struct Topology {
   // link (a switch on its node) or its NIC. -1: no switch.
   int first_switch_port = -1;
   LinkSpec switch_link;
+  // A second tier (leaf/spine), when nodes_per_leaf > 0: nodes in groups
+  // of nodes_per_leaf (in node order) under one leaf switch, whose uplink
+  // to the spine carries what the leaf's NICs can send divided by
+  // `oversubscription` (1: non-blocking; 4: 4:1), and so does its downlink.
+  // A message between nodes under different leaves also crosses its
+  // sender's leaf uplink and its receiver's leaf downlink, shared with
+  // every other such message. A switch that sums across nodes (SHARP)
+  // sits at the spine. Modelled by the simulator and the cost model only.
+  int nodes_per_leaf = 0;
+  double oversubscription = 1;
 
   int endpoints() const { return static_cast<int>(node_of.size()); }
   int nodes() const;
@@ -92,6 +102,17 @@ struct Topology {
     return (same_node(endpoint, peer) ? intra : inter).bytes_per_second;
   }
   bool shaped() const { return !intra.unlimited() || !inter.unlimited(); }
+  // The leaf above `endpoint`: -1 without a second tier, or for a switch
+  // port across nodes (at the spine).
+  int leaf_of(int endpoint) const;
+  // Whether a message from a to b crosses the spine: a's leaf uplink (when
+  // a has a leaf) and b's leaf downlink (when b has one).
+  bool crosses_spine(int a, int b) const {
+    return nodes_per_leaf > 0 && !same_node(a, b) && leaf_of(a) != leaf_of(b);
+  }
+  // Each leaf's uplink (and downlink) rate, by leaf index; empty without a
+  // second tier.
+  std::vector<double> leaf_rates() const;
   // Sum of egress rates of every port that can carry traffic (intra ports
   // on nodes of two or more endpoints, inter ports when there are two or
   // more nodes): the denominator of utilisation. 0 when unshaped.

@@ -320,6 +320,21 @@ Scenario parse_scenario(const nlohmann::json& document) {
       s.network.reducing_switch = reducing;
       s.network.switch_given = true;
     }
+    if (net.has("spine")) {
+      JsonReader spine = net.object("spine");
+      s.network.nodes_per_leaf =
+          static_cast<int>(spine.integer("nodes_per_leaf", 0, 1, kMaxRealRanks * 1024));
+      s.network.oversubscription = spine.number("oversubscription", 1, 1, 1e3);
+      if (!spine.has("nodes_per_leaf")) {
+        throw ConfigError(spine.child("nodes_per_leaf"), "give how many nodes share a leaf switch");
+      }
+      spine.reject_unknown();
+      if (s.network.inter_node.unlimited()) {
+        throw ConfigError("/network/spine", "needs a shaped inter_node link: a leaf's uplink "
+                                            "carries what its NICs send, divided by the "
+                                            "oversubscription");
+      }
+    }
     net.reject_unknown();
     if (!s.network.shaped) {
       throw ConfigError("/network", "give intra_node and/or inter_node links (or drop 'network')");
@@ -354,8 +369,12 @@ SchemeOptions scheme_options(const Scenario& s, int workers) {
 }
 
 Topology scenario_topology(const Scenario& s, int workers, int endpoints) {
-  return Topology::grouped(workers, s.ranks_per_node, endpoints - workers, s.network.intra_node,
-                           s.network.inter_node, s.network.nic_per_node);
+  Topology t = Topology::grouped(workers, s.ranks_per_node, endpoints - workers,
+                                 s.network.intra_node, s.network.inter_node,
+                                 s.network.nic_per_node);
+  t.nodes_per_leaf = s.network.nodes_per_leaf;
+  t.oversubscription = s.network.oversubscription;
+  return t;
 }
 
 Topology scenario_topology(const Scenario& s, const Scheme& scheme, int workers) {

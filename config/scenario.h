@@ -38,6 +38,10 @@ struct NetworkConfig {
   // preset's NVLS switch); unlimited when neither gives one.
   LinkSpec reducing_switch;
   bool switch_given = false;  // network.switch was written
+  // network.spine: a second, leaf/spine tier (common/topology.h);
+  // nodes_per_leaf 0 when not given.
+  int nodes_per_leaf = 0;
+  double oversubscription = 1;
 };
 
 struct Scenario {

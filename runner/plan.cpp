@@ -77,6 +77,13 @@ RunPlan plan_runs(Scenario scenario) {
     }
   }
   if (!scenario.auto_table_path.empty()) load_auto_table(scenario, names);
+  // Checked here rather than in the parser: `gradex simulate` moves a
+  // scenario onto the simulator.
+  if (scenario.network.nodes_per_leaf > 0 && scenario.transport != "sim") {
+    throw ConfigError("/network/spine", "is modelled by the simulator only (\"transport\": "
+                                        "\"sim\", or gradex simulate): the shapers of real "
+                                        "transports have no second tier");
+  }
   for (std::size_t i = 0; i < scenario.workers.size(); ++i) {
     if (scenario.transport != "sim" && scenario.workers[i] > kMaxRealRanks) {
       throw ConfigError("/workers/" + std::to_string(i),

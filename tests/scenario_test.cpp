@@ -112,6 +112,11 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"net_missing_bw", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"latency": "1us"}}})", "/network/inter_node/bandwidth"},
         Malformed{"net_latency", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"bandwidth": 1e9, "latency": -1}}})", "/network/inter_node/latency"},
         Malformed{"net_key", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"bandwidth": 1e9, "jitter": 1}}})", "/network/inter_node/jitter"},
+        Malformed{"spine_leaf", R"({"name": "x", "sizes": [4], "network": {"inter_node": "ib_hdr_200g", "spine": {"oversubscription": 2}}})", "/network/spine/nodes_per_leaf"},
+        Malformed{"spine_leaf_zero", R"({"name": "x", "sizes": [4], "network": {"inter_node": "ib_hdr_200g", "spine": {"nodes_per_leaf": 0}}})", "/network/spine/nodes_per_leaf"},
+        Malformed{"spine_ratio", R"({"name": "x", "sizes": [4], "network": {"inter_node": "ib_hdr_200g", "spine": {"nodes_per_leaf": 4, "oversubscription": 0.5}}})", "/network/spine/oversubscription"},
+        Malformed{"spine_key", R"({"name": "x", "sizes": [4], "network": {"inter_node": "ib_hdr_200g", "spine": {"nodes_per_leaf": 4, "ratio": 2}}})", "/network/spine/ratio"},
+        Malformed{"spine_unshaped", R"({"name": "x", "sizes": [4], "network": {"intra_node": "ib_hdr_200g", "spine": {"nodes_per_leaf": 4}}})", "/network/spine"},
         Malformed{"spin", R"({"name": "x", "sizes": [4], "spin_us": -5})", "/spin_us"},
         Malformed{"slice", R"({"name": "x", "sizes": [4], "slice_bytes": "lots"})", "/slice_bytes"},
         Malformed{"segment", R"({"name": "x", "sizes": [4], "segment_bytes": 0})", "/segment_bytes"},
@@ -218,6 +223,20 @@ TEST(Scenario, InNetworkReductionNeedsASwitchThatSums) {
   const RunPlan all = plan(R"({"name": "t", "sizes": [4096], "workers": 8, "transport": "sim",
       "schemes": "all", "network": {"node": "dgx_a100"}})");
   for (const PlannedRun& r : all.runs) EXPECT_NE(r.scheme, "in_network");
+  // A leaf/spine tier is the simulator's; it reaches the topology.
+  EXPECT_EQ(error(R"({"name": "t", "sizes": [4096], "workers": 8, "schemes": ["ring"],
+      "network": {"inter_node": "ib_hdr_200g", "spine": {"nodes_per_leaf": 2}}})"),
+            "/network/spine");
+  const RunPlan tiered = plan(R"({"name": "t", "sizes": [4096], "workers": 8, "transport": "sim",
+      "schemes": ["ring"], "network": {"inter_node": "ib_hdr_200g",
+      "spine": {"nodes_per_leaf": 2, "oversubscription": 3}}})");
+  const Topology leaves = scenario_topology(tiered.scenario, *tiered.runs[0].instance, 8);
+  EXPECT_EQ(leaves.leaf_of(5), 2);
+  EXPECT_TRUE(leaves.crosses_spine(1, 2));
+  EXPECT_FALSE(leaves.crosses_spine(2, 3));
+  ASSERT_EQ(leaves.leaf_rates().size(), 4u);
+  EXPECT_DOUBLE_EQ(leaves.leaf_rates()[0],
+                   2 * find_link_preset("ib_hdr_200g", "").bytes_per_second / 3);
   // Unshaped, the switch is only the run's extra endpoints: nothing to rate.
   EXPECT_EQ(plan(R"({"name": "t", "sizes": [4096], "workers": 4, "schemes": ["in_network"]})")
                 .runs.size(),

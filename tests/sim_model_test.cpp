@@ -261,6 +261,55 @@ TEST(ModelVsSim, InNetworkReductionTakesSOverTheSlowerPort) {
   }
 }
 
+// An oversubscribed leaf/spine tier: 8 nodes per leaf whose uplink carries
+// a quarter of what their NICs send. The ring crosses each uplink with one
+// flow and does not notice; halving-doubling's far exchanges and a PS's
+// pushes to servers under other leaves share it and slow down 4x at most.
+// The model counts each leaf's uplink and downlink bytes as a port's.
+TEST(ModelVsSim, AnOversubscribedSpineSlowsWhatCrossesIt) {
+  const LinkSpec link = find_link_preset("ib_hdr_200g", "test");
+  const std::size_t bytes = std::size_t{16} << 20;
+  for (const std::string name : {"ring", "halving_doubling", "recursive_doubling", "ps",
+                                 "ps_pipelined", "ps_hybrid"}) {
+    for (int n : {16, 32}) {
+      double flat = 0, flat_fit = 0;
+      for (const double ratio : {1.0, 4.0}) {
+        SchemeOptions o;
+        o.workers = n;
+        o.servers = 8;
+        o.segment_bytes = 1 << 20;
+        auto scheme = make_scheme(name, o);
+        SimRequest req;
+        req.count = bytes / 4;
+        req.topology = Topology::grouped(n, 1, scheme->endpoints() - n, {}, link);
+        req.topology.nodes_per_leaf = 8;
+        req.topology.oversubscription = ratio;
+        const double sim = simulate_allreduce(*scheme, req).seconds;
+        const double fit = sim / scheme->model_time(bytes, req.topology);
+        if (ratio == 1.0) {
+          // A non-blocking spine is the flat network: the ring's known
+          // latency gap is the widest, under 10%.
+          EXPECT_NEAR(fit, 1.0, 0.1) << name << " n " << n;
+          flat = sim;
+          flat_fit = fit;
+          continue;
+        }
+        // The model follows the spine as closely as it follows the flat
+        // network.
+        EXPECT_NEAR(fit, flat_fit, 0.05) << name << " n " << n;
+        EXPECT_GE(sim, flat * 0.999) << name << " n " << n;
+        EXPECT_LE(sim, flat * ratio * 1.001) << name << " n " << n;
+        if (name == "ring") {
+          EXPECT_NEAR(sim / flat, 1.0, 1e-9) << n;
+        }
+        if (name == "halving_doubling") {
+          EXPECT_GT(sim / flat, 2.5) << n;
+        }
+      }
+    }
+  }
+}
+
 TEST(ModelVsSim, RingAtAnyWorldSize) {
   for (int n : {3, 5, 7, 64}) {
     SchemeOptions o;

@@ -64,7 +64,8 @@ void Mlp::init(std::span<float> params, std::uint64_t seed) const {
 }
 
 void Mlp::init_unit(std::size_t unit, std::span<float> out, std::uint64_t seed) const {
-  GRADEX_ENFORCE_EQ(out.size(), units().at(unit).count, "unit size");
+  const std::size_t count = units().at(unit).count;
+  GRADEX_ENFORCE_EQ(out.size(), count, "unit size");
   init_layers([&](int l) { return static_cast<std::size_t>(l) == unit ? out.data() : nullptr; },
               seed);
 }

@@ -9,9 +9,10 @@
 
 namespace gradex::sim {
 
-// Port layout, for E endpoints and M inter-node NIC owners:
+// Port layout, for E endpoints, M inter-node NIC owners and L leaves:
 //   [0, E) intra egress, [E, 2E) intra ingress,
-//   [2E, 2E+M) inter egress, [2E+M, 2E+2M) inter ingress.
+//   [2E, 2E+M) inter egress, [2E+M, 2E+2M) inter ingress,
+//   [2E+2M, 2E+2M+L) leaf uplinks, [2E+2M+L, 2E+2M+2L) leaf downlinks.
 Network::Network(Topology topology, Scheduler schedule)
     : topology_(std::move(topology)), schedule_(std::move(schedule)) {
   const int e = topology_.endpoints();
@@ -20,7 +21,15 @@ Network::Network(Topology topology, Scheduler schedule)
     inter_owners_ = 0;
     for (int n : topology_.node_of) inter_owners_ = std::max(inter_owners_, n + 1);
   }
-  ports_.resize(static_cast<std::size_t>(2 * e + 2 * inter_owners_));
+  const std::vector<double> leaf_rates = topology_.leaf_rates();
+  leaves_ = static_cast<int>(leaf_rates.size());
+  first_leaf_port_ = 2 * e + 2 * inter_owners_;
+  ports_.resize(static_cast<std::size_t>(first_leaf_port_ + 2 * leaves_));
+  for (int l = 0; l < leaves_; ++l) {
+    ports_[static_cast<std::size_t>(first_leaf_port_ + l)].capacity = leaf_rates[static_cast<std::size_t>(l)];
+    ports_[static_cast<std::size_t>(first_leaf_port_ + leaves_ + l)].capacity =
+        leaf_rates[static_cast<std::size_t>(l)];
+  }
   for (int i = 0; i < 2 * e; ++i) ports_[static_cast<std::size_t>(i)].capacity = topology_.intra.bytes_per_second;
   for (int i = 2 * e; i < 2 * e + 2 * inter_owners_; ++i) {
     ports_[static_cast<std::size_t>(i)].capacity = topology_.inter.bytes_per_second;
@@ -63,6 +72,18 @@ int Network::ingress_port(int src, int dst) const {
   return 2 * e + inter_owners_ + owner;
 }
 
+int Network::route(int src, int dst, std::array<int, 4>& ports) const {
+  int n = 0;
+  ports[static_cast<std::size_t>(n++)] = egress_port(src, dst);
+  if (topology_.crosses_spine(src, dst)) {
+    const int up = topology_.leaf_of(src), down = topology_.leaf_of(dst);
+    if (up >= 0) ports[static_cast<std::size_t>(n++)] = first_leaf_port_ + up;
+    if (down >= 0) ports[static_cast<std::size_t>(n++)] = first_leaf_port_ + leaves_ + down;
+  }
+  ports[static_cast<std::size_t>(n++)] = ingress_port(src, dst);
+  return n;
+}
+
 void Network::mark_dirty(int port) {
   Port& p = ports_[static_cast<std::size_t>(port)];
   if (!p.dirty) {
@@ -86,11 +107,16 @@ int Network::start(int src, int dst, std::size_t bytes, double now) {
   // The link carries the payload and its protocol's share of flags and
   // headers.
   const double wire = topology_.link(src, dst).wire_bytes(static_cast<double>(bytes));
-  f = Flow{egress_port(src, dst), ingress_port(src, dst), wire, 0, now, version, true, 0, false};
-  ports_[static_cast<std::size_t>(f.egress)].flows.push_back(id);
-  ports_[static_cast<std::size_t>(f.ingress)].flows.push_back(id);
-  mark_dirty(f.egress);
-  mark_dirty(f.ingress);
+  f = Flow{};
+  f.port_count = route(src, dst, f.ports);
+  f.remaining = wire;
+  f.updated = now;
+  f.version = version;
+  f.active = true;
+  for (int i = 0; i < f.port_count; ++i) {
+    ports_[static_cast<std::size_t>(f.ports[static_cast<std::size_t>(i)])].flows.push_back(id);
+    mark_dirty(f.ports[static_cast<std::size_t>(i)]);
+  }
   ++active_;
   return id;
 }
@@ -105,8 +131,7 @@ bool Network::finish(int flow, std::uint64_t version, double /*now*/) {
   Flow& f = flows_[static_cast<std::size_t>(flow)];
   if (!f.active || f.version != version) return false;
   f.active = false;
-  detach(f.egress, flow);
-  detach(f.ingress, flow);
+  for (int i = 0; i < f.port_count; ++i) detach(f.ports[static_cast<std::size_t>(i)], flow);
   free_flows_.push_back(flow);
   --active_;
   return true;
@@ -133,11 +158,13 @@ void Network::settle(double now) {
       ports.push_back(p);
       for (int id : ports_[static_cast<std::size_t>(p)].flows) {
         const Flow& f = flows_[static_cast<std::size_t>(id)];
-        const int other = f.egress == p ? f.ingress : f.egress;
-        if (f.egress == p) flows.push_back(id);  // each flow once, via its egress
-        if (ports_[static_cast<std::size_t>(other)].mark != stamp_) {
-          ports_[static_cast<std::size_t>(other)].mark = stamp_;
-          stack.push_back(other);
+        if (f.ports[0] == p) flows.push_back(id);  // each flow once, via its egress
+        for (int i = 0; i < f.port_count; ++i) {
+          const int other = f.ports[static_cast<std::size_t>(i)];
+          if (ports_[static_cast<std::size_t>(other)].mark != stamp_) {
+            ports_[static_cast<std::size_t>(other)].mark = stamp_;
+            stack.push_back(other);
+          }
         }
       }
     }
@@ -155,13 +182,15 @@ void Network::settle(double now) {
 // share and its stale entries are skipped.
 void Network::rebalance(const std::vector<int>& ports, const std::vector<int>& flows, double now) {
   if (flows.empty()) return;  // a port whose last flow finished
-  if (flows.size() == 1 && ports.size() == 2) {
-    // One flow alone on its two ports (a ring's steady state): the
-    // filling below would give it the smaller capacity exactly (each
-    // port offers capacity / 1), so skip the heap.
+  if (flows.size() == 1) {
+    // One flow alone on its ports (a ring's steady state): the filling
+    // below would give it the smallest capacity exactly (each port offers
+    // capacity / 1), so skip the heap.
     const Flow& f = flows_[static_cast<std::size_t>(flows[0])];
-    const double rate = std::min(ports_[static_cast<std::size_t>(f.egress)].capacity,
-                                 ports_[static_cast<std::size_t>(f.ingress)].capacity);
+    double rate = ports_[static_cast<std::size_t>(f.ports[0])].capacity;
+    for (int i = 1; i < f.port_count; ++i) {
+      rate = std::min(rate, ports_[static_cast<std::size_t>(f.ports[static_cast<std::size_t>(i)])].capacity);
+    }
     reschedule(flows[0], rate, now);
     return;
   }
@@ -203,7 +232,8 @@ void Network::rebalance(const std::vector<int>& ports, const std::vector<int>& f
       f.frozen = true;
       rate[static_cast<std::size_t>(f.slot)] = best_share;
       --remaining;
-      for (int p : {f.egress, f.ingress}) {
+      for (int i = 0; i < f.port_count; ++i) {
+        const int p = f.ports[static_cast<std::size_t>(i)];
         const int slot = ports_[static_cast<std::size_t>(p)].slot;
         PortShare& s = share[static_cast<std::size_t>(slot)];
         s.left = std::max(0.0, s.left - best_share);

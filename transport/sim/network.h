@@ -3,8 +3,10 @@
 //
 // Every endpoint has an intra-node egress and ingress port and an
 // inter-node egress and ingress port (or one inter-node pair shared by its
-// node when nic_per_node). A message of S bytes from a to b is a flow over
-// a's egress and b's ingress of the link joining them; concurrent flows
+// node when nic_per_node); with a second tier each leaf has an uplink and
+// a downlink. A message of S bytes from a to b is a flow over a's egress
+// and b's ingress of the link joining them (across the spine also a's
+// leaf uplink and b's leaf downlink); concurrent flows
 // share each port's rate max-min fairly (progressive filling), so a PS
 // server receiving from N workers gives each B/N. When the flow has moved
 // its bytes the message still pays the link latency before it arrives.
@@ -12,6 +14,7 @@
 // recomputation, once per instant of virtual time.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -56,8 +59,9 @@ class Network {
     int slot = 0;            // its index in the component being rebalanced
   };
   struct Flow {
-    int egress = 0;
-    int ingress = 0;
+    // Its ports, egress first: egress, [leaf uplink, leaf downlink,] ingress.
+    std::array<int, 4> ports{};
+    int port_count = 0;
     double remaining = 0;  // bytes, as of `updated`
     double rate = 0;       // bytes per second, 0 until first settled
     double updated = 0;
@@ -69,6 +73,8 @@ class Network {
 
   int egress_port(int src, int dst) const;
   int ingress_port(int src, int dst) const;
+  // The flow's ports in order (as Flow::ports); returns how many.
+  int route(int src, int dst, std::array<int, 4>& ports) const;
   void mark_dirty(int port);
   void detach(int port, int flow);
   void rebalance(const std::vector<int>& ports, const std::vector<int>& flows, double now);
@@ -79,6 +85,8 @@ class Network {
   Topology topology_;
   Scheduler schedule_;
   int inter_owners_ = 0;  // endpoints, or nodes when nic_per_node
+  int first_leaf_port_ = 0;  // leaf uplinks from here, then their downlinks
+  int leaves_ = 0;
   std::vector<Port> ports_;
   std::vector<Flow> flows_;
   std::vector<int> free_flows_;
