@@ -8,6 +8,7 @@
 
 #include "allreduce/ring.h"
 #include "allreduce/tree.h"
+#include "common/device_memory.h"
 #include "common/errors.h"
 
 namespace gradex {
@@ -85,9 +86,9 @@ class Grouped {
   void copy_block(bool to_caller) {
     if (!copies_ || block.count == 0) return;
     if (to_caller) {
-      std::memcpy(block.data, own.data, block.bytes());
+      copy_bytes(block.data, own.data, block.bytes());
     } else {
-      std::memcpy(own.data, block.data, block.bytes());
+      copy_bytes(own.data, block.data, block.bytes());
     }
   }
 
@@ -104,9 +105,9 @@ class Grouped {
         std::byte* original = mixed + blocks.offset(b) * elem;
         const std::size_t bytes = blocks.size(b) * elem;
         if (to_groups) {
-          std::memcpy(scratch_.data() + at, original, bytes);
+          copy_bytes(scratch_.data() + at, original, bytes);
         } else {
-          std::memcpy(original, scratch_.data() + at, bytes);
+          copy_bytes(original, scratch_.data() + at, bytes);
         }
         at += bytes;
       }

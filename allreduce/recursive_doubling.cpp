@@ -5,6 +5,7 @@
 
 #include "allreduce/fold.h"
 #include "common/cost_model.h"
+#include "common/device_memory.h"
 #include "common/errors.h"
 
 namespace gradex {
@@ -42,7 +43,7 @@ void RecursiveDoublingScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
       std::vector<std::byte> outgoing(phantom ? 0 : data.bytes());
       for (int d = 1; d < fold.p; d *= 2) {
         const int partner = fold.world(v ^ d);
-        if (!phantom) std::memcpy(outgoing.data(), data.data, data.bytes());
+        if (!phantom) copy_bytes(outgoing.data(), data.data, data.bytes());
         Request out = comm.isend(partner, phantom ? nullptr : outgoing.data(), data.bytes(),
                                  kSwapTag);
         Request in = comm.irecv_reduce(partner, data, combine, kSwapTag);

@@ -183,11 +183,7 @@ class MpiAllreduce final : public MpiBaseline {
   // What a bandwidth-optimal all-reduce achieves (the ring's 2 (n-1) steps
   // of S/n), which a well-tuned MPI_Allreduce approaches on large messages.
   double model_time(std::size_t bytes, const Topology& topology) const override {
-    const int n = workers();
-    if (n <= 1 || bytes == 0) return 0;
-    std::vector<std::pair<int, int>> hops;
-    for (int r = 0; r < n; ++r) hops.emplace_back(r, (r + 1) % n);
-    return 2.0 * (n - 1) * slowest_message(topology, hops, static_cast<double>(bytes) / n);
+    return ring_allreduce_bound(workers(), bytes, topology);
   }
 
  private:
@@ -207,8 +203,7 @@ class MpiReduceBcast final : public MpiBaseline {
   // Binomial trees for both halves (the textbook choice; libraries pipeline
   // large messages, so this is an upper estimate there).
   double model_time(std::size_t bytes, const Topology& topology) const override {
-    if (workers() <= 1 || bytes == 0) return 0;
-    return 2 * rounds() * slowest_message(topology, {{1, 0}}, static_cast<double>(bytes));
+    return binomial_reduce_bcast_time(workers(), bytes, topology);
   }
 
  private:

@@ -27,6 +27,7 @@
 #include "common/debug_log.h"
 #include "common/errors.h"
 #include "transport/group_endpoint.h"
+#include "transport/nccl/world.h"
 #include "runner/group_run.h"
 #include "runner/hostfile.h"
 #include "runner/join_group.h"
@@ -91,7 +92,11 @@ int run_participant(const LaunchEnv& env, const LaunchFlags& f, const RunPlan& p
   options.timeout = sc.timeout;
   options.spin = sc.spin;
   options.max_message_bytes = message_limit(plan, job ? &*job : nullptr);
-  const auto owned = join_group(env, sc.transport, size, options);
+  // The nccl transport's processes join a tcp group first: it carries
+  // NCCL's unique id, the gathers' control and the orderly close.
+  const bool nccl = sc.transport == kGpuTransport;
+  auto owned = join_group(env, nccl ? "tcp" : sc.transport, size, options);
+  if (nccl) owned = make_nccl_group_endpoint(std::move(owned), options);
   GroupEndpoint& endpoint = *owned;
   std::ostream& out = std::cout;
   const bool printing = env.rank == 0;
@@ -179,8 +184,10 @@ Command add_launch_command(CLI::App& parent) {
             std::optional<MpiJob> mpi;
             if (env && env->source == "OMPI" && mpi_built()) mpi.emplace();
             const RunPlan plan = load_plan(f->scenario);
-            if (plan.scenario.transport != "tcp" && plan.scenario.transport != "zmq") {
-              throw ConfigError("/transport", "gradex launch needs a process transport (tcp, zmq); "
+            if (plan.scenario.transport != "tcp" && plan.scenario.transport != "zmq" &&
+                plan.scenario.transport != kGpuTransport) {
+              throw ConfigError("/transport", "gradex launch needs a process transport (tcp, zmq, "
+                                              "nccl); "
                                               "the scenario says '" +
                                                   plan.scenario.transport +
                                                   "' (use --transport tcp)");

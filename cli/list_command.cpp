@@ -11,6 +11,7 @@
 #include "cli/command.h"
 #include "config/link_presets.h"
 #include "config/node_presets.h"
+#include "gpu/cuda.h"
 #include "schemes/registry.h"
 
 namespace gradex::cli {
@@ -45,7 +46,7 @@ std::string describe_preset(const LinkPreset& p) {
 std::string providers(Collective c) {
   std::string out;
   for (const SchemeEntry& e : scheme_registry()) {
-    if (e.needs_mpi_job) continue;
+    if (e.baseline) continue;
     SchemeOptions probe;
     probe.workers = 4;
     if (!e.make(probe)->provides(c)) continue;
@@ -62,7 +63,11 @@ Command add_list_command(CLI::App& parent) {
   return {cmd, [] {
             std::cout << "schemes:\n";
             print_column(scheme_registry(), [](const auto& e) { return e.name; },
-                         [](const auto& e) { return e.summary; });
+                         [](const SchemeEntry& e) {
+                           if (!e.enabled || e.enabled()) return e.summary;
+                           return e.summary + " [unavailable here: " +
+                                  (e.why_unavailable ? e.why_unavailable() : std::string("?")) + "]";
+                         });
             std::cout << "collectives (\"collective\": NAME; bytes: the whole buffer), by the "
                          "schemes that provide them:\n";
             print_column(kCollectives,
@@ -82,6 +87,7 @@ Command add_list_command(CLI::App& parent) {
                                        ? std::string()
                                        : ", switch " + std::string(p.reducing_switch));
                          });
+            std::cout << "gpu: " << cuda_summary() << "\n";
             return kExitOk;
           }};
 }

@@ -11,6 +11,7 @@
 #include "common/cancel.h"
 #include "common/debug_log.h"
 #include "common/errors.h"
+#include "gpu/cuda.h"
 #include "runner/machine.h"
 
 int main(int argc, char** argv) {
@@ -19,7 +20,8 @@ int main(int argc, char** argv) {
   CLI::App app{"gradex: compare gradient-exchange schemes (parameter server, ring, tree, "
                "halving-doubling, hierarchical) on the same data"};
   set_command_line(argc, argv);
-  app.set_version_flag("--version", gradex_version_text());
+  // Evaluated only when asked: it looks for GPUs.
+  app.set_version_flag("--version", [] { return gradex_version_text() + "\n" + cuda_summary(); });
   app.require_subcommand(0, 1);
   const std::vector<Command> commands = {add_run_command(app), add_simulate_command(app), add_validate_command(app),
                                          add_list_command(app), add_train_command(app),

@@ -31,8 +31,11 @@ void add_scenario_flags(CLI::App& cmd, ScenarioFlags& flags, bool with_fields) {
       ->delimiter(',')
       ->allow_extra_args(false);
   cmd.add_option("--transport", flags.transport, "transport (overrides the scenario's)")
-      ->check(CLI::IsMember(std::vector<std::string>(std::begin(kTransportNames),
-                                                     std::end(kTransportNames))));
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(kAllTransportNames),
+                                                     std::end(kAllTransportNames))));
+  cmd.add_option("--device", flags.device,
+                 "where the buffers live: cpu, or cuda (with --transport nccl; its default)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   if (with_fields) add_field_flags(cmd, flags);
 }
 
@@ -182,6 +185,12 @@ RunPlan plan_with_overrides(const ScenarioFlags& flags, Scenario s) {
       source.erase("timeout_ms");
       source.erase("spin_us");
     }
+    if (!s.device_given) s.device = default_device(s.transport);
+  }
+  if (!flags.device.empty()) {
+    s.device = flags.device;
+    s.device_given = true;
+    source["device"] = flags.device;
   }
   if (!flags.workers.empty()) {
     const int most = s.transport == "sim" ? kMaxSimulatedRanks : kMaxRealRanks;

@@ -39,6 +39,7 @@ struct ScenarioFlags {
   bool no_output = false;
   int servers = 0;          // launch: > 0 overrides the scenario's ps.servers
   std::string transport;    // non-empty: overrides the scenario's transport
+  std::string device;       // non-empty: overrides the scenario's device
   bool unshaped = false;    // drop the scenario's network: the real one sets the pace
 };
 

@@ -48,6 +48,7 @@ inline constexpr Tag kTrainGatherTag = kReservedTagBase + (Tag{2} << 20);
 inline constexpr Tag kTraceGatherTag = kReservedTagBase + (Tag{3} << 20);
 inline constexpr Tag kPsTrainGatherTag = kReservedTagBase + (Tag{4} << 20);
 inline constexpr Tag kRankListTag = kReservedTagBase + (Tag{5} << 20);
+inline constexpr Tag kNcclIdTag = kReservedTagBase + (Tag{6} << 20);
 
 // Bytes and messages one endpoint moved over links (messages to itself are
 // local copies and are not counted).
@@ -184,6 +185,7 @@ class SubComm final : public Comm {
   std::chrono::milliseconds timeout() const override { return parent_.timeout(); }
   bool phantom_payloads() const override { return parent_.phantom_payloads(); }
   int parent_rank(int rank) const { return members_.at(static_cast<std::size_t>(rank)); }
+  Comm& parent() { return parent_; }
 
  protected:
   std::shared_ptr<RequestState> start_send(int peer, const void* data, std::size_t bytes,

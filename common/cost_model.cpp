@@ -1,7 +1,9 @@
 #include "common/cost_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <vector>
 
 namespace gradex {
 
@@ -59,6 +61,19 @@ double slowest_message(const Topology& topology, const std::vector<std::pair<int
   flows.reserve(pairs.size());
   for (const auto& [src, dst] : pairs) flows.push_back({src, dst, bytes});
   return slowest_flow(topology, flows);
+}
+
+double ring_allreduce_bound(int n, std::size_t bytes, const Topology& topology) {
+  if (n <= 1 || bytes == 0) return 0;
+  std::vector<std::pair<int, int>> hops;
+  for (int r = 0; r < n; ++r) hops.emplace_back(r, (r + 1) % n);
+  return 2.0 * (n - 1) * slowest_message(topology, hops, static_cast<double>(bytes) / n);
+}
+
+double binomial_reduce_bcast_time(int n, std::size_t bytes, const Topology& topology) {
+  if (n <= 1 || bytes == 0) return 0;
+  const double rounds = std::ceil(std::log2(n));
+  return 2 * rounds * slowest_message(topology, {{1, 0}}, static_cast<double>(bytes));
 }
 
 }  // namespace gradex

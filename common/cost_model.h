@@ -41,4 +41,11 @@ double slowest_flow(const Topology& topology, const std::vector<Flow>& flows);
 double slowest_message(const Topology& topology, const std::vector<std::pair<int, int>>& pairs,
                        double bytes);
 
+// What the libraries' collectives are modelled by (the MPI and NCCL
+// baselines): a bandwidth-optimal all-reduce, the ring's 2 (n-1) steps of
+// S/n, which their large-message algorithms approach; and a reduce then a
+// broadcast down binomial trees (log2 n rounds of S each way).
+double ring_allreduce_bound(int n, std::size_t bytes, const Topology& topology);
+double binomial_reduce_bcast_time(int n, std::size_t bytes, const Topology& topology);
+
 }  // namespace gradex

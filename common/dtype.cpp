@@ -1,10 +1,10 @@
 #include "common/dtype.h"
 
-#include <bit>
 #include <cmath>
 #include <cstring>
 
 #include "common/errors.h"
+#include "common/half_bits.h"
 
 namespace gradex {
 
@@ -59,66 +59,11 @@ Tensor Tensor::slice(std::size_t offset, std::size_t n) const {
   return out;
 }
 
-// IEEE 754 binary16 from binary32, round to nearest even, with subnormals,
-// infinities and NaN handled.
-std::uint16_t float_to_half(float f) {
-  const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-  const std::uint32_t sign = (x >> 16) & 0x8000u;
-  const std::uint32_t abs = x & 0x7fffffffu;
-  if (abs >= 0x7f800000u) {  // inf or NaN
-    return static_cast<std::uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
-  }
-  if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // overflow
-  if (abs < 0x38800000u) {  // result is subnormal or zero
-    if (abs < 0x33000000u) return static_cast<std::uint16_t>(sign);
-    const std::uint32_t mant = (abs & 0x007fffffu) | 0x00800000u;
-    const int shift = 126 - static_cast<int>(abs >> 23);  // 14..24
-    std::uint32_t half = mant >> shift;
-    const std::uint32_t rem = mant & ((1u << shift) - 1u);
-    const std::uint32_t halfway = 1u << (shift - 1);
-    if (rem > halfway || (rem == halfway && (half & 1u))) ++half;
-    return static_cast<std::uint16_t>(sign | half);
-  }
-  std::uint32_t half = ((abs - 0x38000000u) >> 13);
-  const std::uint32_t rem = abs & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;
-  return static_cast<std::uint16_t>(sign | half);
-}
-
-float half_to_float(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t exp = (h >> 10) & 0x1fu;
-  std::uint32_t mant = h & 0x3ffu;
-  std::uint32_t out;
-  if (exp == 0) {
-    if (mant == 0) {
-      out = sign;
-    } else {  // subnormal: normalise
-      int e = -1;
-      do {
-        ++e;
-        mant <<= 1;
-      } while ((mant & 0x400u) == 0);
-      out = sign | (static_cast<std::uint32_t>(112 - e) << 23) | ((mant & 0x3ffu) << 13);
-    }
-  } else if (exp == 0x1f) {
-    out = sign | 0x7f800000u | (mant << 13);
-  } else {
-    out = sign | ((exp + 112) << 23) | (mant << 13);
-  }
-  return std::bit_cast<float>(out);
-}
-
-std::uint16_t float_to_bf16(float f) {
-  std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<std::uint16_t>(x >> 16);
-}
-
-float bf16_to_float(std::uint16_t b) {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
-}
+// One definition for the host and the CUDA kernels (common/half_bits.h).
+std::uint16_t float_to_half(float f) { return bits::float_to_half(f); }
+float half_to_float(std::uint16_t h) { return bits::half_to_float(h); }
+std::uint16_t float_to_bf16(float f) { return bits::float_to_bf16(f); }
+float bf16_to_float(std::uint16_t b) { return bits::bf16_to_float(b); }
 
 double load_element(const Tensor& t, std::size_t i) {
   GRADEX_ENFORCE(t.data != nullptr && i < t.count, "load_element out of range");

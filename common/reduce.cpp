@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "common/device_memory.h"
 #include "common/errors.h"
 
 namespace gradex {
@@ -170,6 +171,9 @@ void reduce_pair(void* out, const void* a, const void* b, std::size_t count, DTy
 
 void finish_reduce(Tensor data, ReduceOp op, int contributors) {
   if (op != ReduceOp::avg || contributors <= 1 || data.count == 0 || data.data == nullptr) return;
+  if (const DeviceMemoryHooks* device = device_hooks_for(data.data)) {
+    return device->finish_reduce(data, op, contributors);
+  }
   switch (data.dtype) {
     case DType::f32: {
       auto* p = static_cast<float*>(data.data);

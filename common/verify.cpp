@@ -12,7 +12,7 @@
 namespace gradex {
 
 namespace {
-constexpr int kPeriod = 13;
+constexpr int kPeriod = kVerifyPeriod;
 
 double tolerance(DType t) {
   switch (t) {
@@ -32,42 +32,55 @@ double input_value(int rank, std::size_t i) {
 
 namespace {
 
-// Element i of `data` is value(first + i): one period of values (value
-// depends on its index mod kPeriod), encoded once in the dtype, then tiled.
-template <typename Value>
-void fill_period(Tensor data, std::size_t first, Value value) {
-  if (data.data == nullptr) return;
-  const std::size_t esize = dtype_size(data.dtype);
+// The span's values encoded in the dtype, one period.
+std::array<std::byte, kPeriod * 8> encode_period(const PeriodicSpan& span, DType dtype) {
   std::array<std::byte, kPeriod * 8> period{};
   for (int k = 0; k < kPeriod; ++k) {
-    store_element(Tensor{period.data(), kPeriod, data.dtype}, static_cast<std::size_t>(k),
-                  value(first + static_cast<std::size_t>(k)));
+    store_element(Tensor{period.data(), kPeriod, dtype}, static_cast<std::size_t>(k),
+                  span.values[static_cast<std::size_t>(k)]);
   }
-  auto* out = static_cast<std::byte*>(data.data);
-  const std::size_t chunk = kPeriod * esize;
-  std::size_t i = 0;
-  for (; i + kPeriod <= data.count; i += kPeriod) std::memcpy(out + i * esize, period.data(), chunk);
-  std::memcpy(out + i * esize, period.data(), (data.count - i) * esize);
+  return period;
 }
 
-// Element i of `result` against expected[(first + i) mod kPeriod], within
-// `tol` relative (0: exact).
-std::size_t count_unlike(const Tensor& result, std::size_t first,
-                         const std::array<double, kPeriod>& expected, double tol) {
+// Element i of the span is values[(first + i) mod kPeriod]: one period,
+// encoded once in the dtype, then tiled from the right phase.
+void fill_span(Tensor data, const PeriodicSpan& span) {
+  if (data.data == nullptr) return;
+  const Tensor part = data.slice(span.offset, span.count);
+  const std::size_t esize = dtype_size(data.dtype);
+  const auto period = encode_period(span, data.dtype);
+  auto* out = static_cast<std::byte*>(part.data);
+  for (std::size_t i = 0; i < part.count; ++i) {
+    const std::size_t k = (span.first + i) % kPeriod;
+    if (k == 0 && i + kPeriod <= part.count) {  // whole periods at once
+      const std::size_t whole = (part.count - i) / kPeriod * kPeriod;
+      for (std::size_t j = 0; j < whole; j += kPeriod) {
+        std::memcpy(out + (i + j) * esize, period.data(), kPeriod * esize);
+      }
+      i += whole - 1;
+      continue;
+    }
+    std::memcpy(out + i * esize, period.data() + k * esize, esize);
+  }
+}
+
+// Elements of the span that differ from their value by more than its
+// tolerance. Exact matches compare bit patterns against the encoded
+// period (fast); the others compare values.
+std::size_t count_span_wrong(const Tensor& result, const PeriodicSpan& span) {
   if (result.data == nullptr) return 0;
-  // Exact cases compare bit patterns against the expected period encoded in
-  // the dtype (fast); the others compare values within the tolerance.
+  const Tensor part = result.slice(span.offset, span.count);
   const std::size_t esize = dtype_size(result.dtype);
-  std::array<std::byte, kPeriod * 8> encoded{};
-  const Tensor period{encoded.data(), kPeriod, result.dtype};
-  for (int k = 0; k < kPeriod; ++k) store_element(period, static_cast<std::size_t>(k), expected[k]);
-  const auto* got = static_cast<const std::byte*>(result.data);
+  const auto encoded = encode_period(span, result.dtype);
+  const auto* got = static_cast<const std::byte*>(part.data);
   std::size_t wrong = 0;
-  for (std::size_t i = 0; i < result.count; ++i) {
-    const std::size_t k = (first + i) % kPeriod;
+  for (std::size_t i = 0; i < part.count; ++i) {
+    const std::size_t k = (span.first + i) % kPeriod;
     if (std::memcmp(got + i * esize, encoded.data() + k * esize, esize) == 0) continue;
-    const double want = expected[k];
-    if (!(std::abs(load_element(result, i) - want) <= tol * std::max(1.0, std::abs(want)))) ++wrong;
+    const double want = span.values[k];
+    if (!(std::abs(load_element(part, i) - want) <= span.tolerance * std::max(1.0, std::abs(want)))) {
+      ++wrong;
+    }
   }
   return wrong;
 }
@@ -81,13 +94,11 @@ std::array<double, kPeriod> inputs_of(int rank) {
   return v;
 }
 
-}  // namespace
-
-void fill_input(Tensor data, int rank) {
-  fill_period(data, 0, [rank](std::size_t i) { return input_value(rank, i); });
+std::array<double, kPeriod> markers() {
+  std::array<double, kPeriod> v{};
+  v.fill(kMarker);
+  return v;
 }
-
-namespace {
 
 // op over the inputs of `workers` ranks, per index mod kPeriod (the
 // expected value depends on i only through i mod 13).
@@ -117,60 +128,75 @@ std::array<double, kPeriod> reduced_values(int workers, ReduceOp op, DType dtype
   return expected;
 }
 
-// Elements of `result`, which starts at index `first` of the buffer, that
-// differ from op over the workers' inputs.
-std::size_t count_unreduced(const Tensor& result, std::size_t first, int workers, ReduceOp op) {
-  return count_unlike(result, first, reduced_values(workers, op, result.dtype),
-                      op == ReduceOp::avg ? tolerance(result.dtype) : 0.0);
+// Block b of the workers' BlockSplit as a span starting at its own index.
+PeriodicSpan block_span(std::size_t count, int workers, int b,
+                        const std::array<double, kPeriod>& values, double tol = 0) {
+  const BlockSplit split{count, static_cast<std::size_t>(workers)};
+  const auto i = static_cast<std::size_t>(b);
+  return {split.offset(i), split.size(i), split.offset(i), values, tol};
+}
+
+PeriodicSpan whole_span(std::size_t count, const std::array<double, kPeriod>& values,
+                        double tol = 0) {
+  return {0, count, 0, values, tol};
 }
 
 }  // namespace
 
+std::vector<PeriodicSpan> collective_fill_spans(Collective c, std::size_t count, int rank,
+                                                int workers) {
+  switch (c) {
+    case Collective::all_reduce:
+    case Collective::reduce_scatter: return {whole_span(count, inputs_of(rank))};
+    case Collective::all_gather:
+      return {whole_span(count, markers()), block_span(count, workers, rank, inputs_of(rank))};
+    case Collective::broadcast:
+      return {whole_span(count, rank == kBroadcastRoot ? inputs_of(rank) : markers())};
+  }
+  return {};
+}
+
+std::vector<PeriodicSpan> collective_check_spans(Collective c, std::size_t count, DType dtype,
+                                                 int rank, int workers, ReduceOp op) {
+  const double tol = op == ReduceOp::avg ? tolerance(dtype) : 0.0;
+  switch (c) {
+    case Collective::all_reduce:
+      return {whole_span(count, reduced_values(workers, op, dtype), tol)};
+    case Collective::reduce_scatter:
+      return {block_span(count, workers, rank, reduced_values(workers, op, dtype), tol)};
+    case Collective::all_gather: {
+      std::vector<PeriodicSpan> spans;
+      for (int b = 0; b < workers; ++b) spans.push_back(block_span(count, workers, b, inputs_of(b)));
+      return spans;
+    }
+    case Collective::broadcast: return {whole_span(count, inputs_of(kBroadcastRoot))};
+  }
+  return {};
+}
+
+void fill_input(Tensor data, int rank) {
+  fill_collective_input(Collective::all_reduce, data, rank, 1);
+}
+
 std::size_t count_wrong(const Tensor& result, int workers, ReduceOp op) {
-  return count_unreduced(result, 0, workers, op);
+  return count_wrong_collective(Collective::all_reduce, result, 0, workers, op);
 }
 
 void fill_collective_input(Collective c, Tensor data, int rank, int workers) {
-  const BlockSplit split{data.count, static_cast<std::size_t>(workers)};
-  const auto mine = static_cast<std::size_t>(rank);
-  switch (c) {
-    case Collective::all_reduce:
-    case Collective::reduce_scatter: return fill_input(data, rank);
-    case Collective::all_gather:
-      fill_period(data, 0, [](std::size_t) { return kMarker; });
-      fill_period(data.slice(split.offset(mine), split.size(mine)), split.offset(mine),
-                  [rank](std::size_t i) { return input_value(rank, i); });
-      return;
-    case Collective::broadcast:
-      if (rank == kBroadcastRoot) return fill_input(data, rank);
-      fill_period(data, 0, [](std::size_t) { return kMarker; });
-      return;
+  for (const PeriodicSpan& span : collective_fill_spans(c, data.count, rank, workers)) {
+    fill_span(data, span);
   }
 }
 
 std::size_t count_wrong_collective(Collective c, const Tensor& result, int rank, int workers,
                                    ReduceOp op) {
   if (result.data == nullptr) return 0;
-  const BlockSplit split{result.count, static_cast<std::size_t>(workers)};
-  switch (c) {
-    case Collective::all_reduce: return count_wrong(result, workers, op);
-    case Collective::reduce_scatter: {
-      const auto mine = static_cast<std::size_t>(rank);
-      return count_unreduced(result.slice(split.offset(mine), split.size(mine)),
-                             split.offset(mine), workers, op);
-    }
-    case Collective::all_gather: {
-      std::size_t wrong = 0;
-      for (int b = 0; b < workers; ++b) {
-        const auto i = static_cast<std::size_t>(b);
-        wrong += count_unlike(result.slice(split.offset(i), split.size(i)), split.offset(i),
-                              inputs_of(b), 0.0);
-      }
-      return wrong;
-    }
-    case Collective::broadcast: return count_unlike(result, 0, inputs_of(kBroadcastRoot), 0.0);
+  std::size_t wrong = 0;
+  for (const PeriodicSpan& span :
+       collective_check_spans(c, result.count, result.dtype, rank, workers, op)) {
+    wrong += count_span_wrong(result, span);
   }
-  return 0;
+  return wrong;
 }
 
 }  // namespace gradex

@@ -4,7 +4,9 @@
 // the wrong place shows up as wrong values.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <vector>
 
 #include "common/collective.h"
 #include "common/dtype.h"
@@ -31,5 +33,21 @@ std::size_t count_wrong(const Tensor& result, int workers, ReduceOp op);
 void fill_collective_input(Collective c, Tensor data, int rank, int workers);
 std::size_t count_wrong_collective(Collective c, const Tensor& result, int rank, int workers,
                                    ReduceOp op);
+
+// The same fills and checks as stretches of a buffer whose element i is
+// (or must be) values[(first + i) mod kVerifyPeriod]: what the CPU
+// functions above do, and what the CUDA kernels (gpu/) do on a device.
+inline constexpr int kVerifyPeriod = 13;
+struct PeriodicSpan {
+  std::size_t offset = 0;  // elements into the buffer
+  std::size_t count = 0;
+  std::size_t first = 0;  // the index whose value the span starts with
+  std::array<double, kVerifyPeriod> values{};
+  double tolerance = 0;  // relative, against max(1, |value|); 0: exact
+};
+std::vector<PeriodicSpan> collective_fill_spans(Collective c, std::size_t count, int rank,
+                                                int workers);
+std::vector<PeriodicSpan> collective_check_spans(Collective c, std::size_t count, DType dtype,
+                                                 int rank, int workers, ReduceOp op);
 
 }  // namespace gradex

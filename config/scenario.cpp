@@ -184,6 +184,10 @@ std::string one_of(JsonReader& r, const std::string& key, const std::string& fal
 
 }  // namespace
 
+std::string default_device(const std::string& transport) {
+  return transport == kGpuTransport ? "cuda" : "cpu";
+}
+
 Scenario parse_scenario(const nlohmann::json& document) {
   Scenario s;
   s.source = document;
@@ -194,18 +198,19 @@ Scenario parse_scenario(const nlohmann::json& document) {
   s.workers = read_workers(root.find("workers"), "/workers");
   s.ranks_per_node = static_cast<int>(root.integer("ranks_per_node", 1, 1, kMaxRealRanks));
   s.transport = root.string("transport", std::string(kTransportNames[0]));
-  std::string available;
-  for (std::string_view name : kTransportNames) {
-    available += (available.empty() ? "" : ", ") + std::string(name);
+  if (std::find(std::begin(kAllTransportNames), std::end(kAllTransportNames), s.transport) ==
+      std::end(kAllTransportNames)) {
+    std::string known;
+    for (std::string_view name : kAllTransportNames) {
+      known += (known.empty() ? "" : ", ") + std::string(name);
+    }
+    throw ConfigError("/transport", "transport '" + s.transport + "' is unknown (available: " +
+                                        known + ")");
   }
-  if (std::find(std::begin(kTransportNames), std::end(kTransportNames), s.transport) ==
-      std::end(kTransportNames)) {
-    // "nccl" is a transport gradex names but this build does not have.
-    throw ConfigError("/transport", "transport '" + s.transport + "' is " +
-                                        (s.transport == "nccl" ? "not available in this build"
-                                                               : "unknown") +
-                                        " (available: " + available + ")");
-  }
+  // Whether this build and machine have a GPU is the plan's question
+  // (runner/plan.cpp), so that a scenario validates anywhere.
+  s.device_given = root.has("device");
+  s.device = one_of(root, "device", default_device(s.transport), {"cpu", "cuda"});
 
   const auto* schemes = root.find("schemes");
   if (schemes == nullptr || (schemes->is_string() && schemes->get<std::string>() == "all")) {
@@ -227,7 +232,7 @@ Scenario parse_scenario(const nlohmann::json& document) {
   if (s.training) {
     // Training exchanges its model's gradients: the benchmark's message
     // shape and iteration counts would be silently meaningless, so refuse.
-    for (const char* key : {"collective", "sizes", "dtype", "op", "warmup_iters", "iters"}) {
+    for (const char* key : {"collective", "sizes", "dtype", "op", "warmup_iters", "iters", "device"}) {
       if (root.has(key)) {
         throw ConfigError(root.child(key), "does not apply to a train workload (it sets the "
                                            "all-reduce benchmark's messages); remove it");

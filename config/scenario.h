@@ -50,6 +50,10 @@ struct Scenario {
   std::vector<int> workers;  // one run per entry (a sweep when several)
   int ranks_per_node = 1;
   std::string transport = "inproc";
+  // Where the benchmark's buffers live: "cpu", or "cuda" (device memory,
+  // moved by "transport": "nccl", which is its default there).
+  std::string device = "cpu";
+  bool device_given = false;  // "device" (or --device) was written
   std::vector<std::string> schemes;  // empty until resolved; "all" expands in the runner
   bool all_schemes = false;
   // What the benchmark runs (nccl-tests' all_reduce_perf, reduce_scatter_perf,
@@ -88,6 +92,10 @@ struct Scenario {
   std::optional<TrainWorkload> training;
   nlohmann::json source;  // the scenario as written, embedded in results
 };
+
+// Where a scenario's buffers live when it does not say: on the GPUs for
+// the nccl transport, else in host memory.
+std::string default_device(const std::string& transport);
 
 // Throws ConfigError naming the JSON pointer of the first bad value.
 Scenario parse_scenario(const nlohmann::json& document);

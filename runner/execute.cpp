@@ -55,6 +55,7 @@ MeasureRequest measure_request(const Scenario& sc) {
   req.transport = sc.transport;
   req.options.timeout = sc.timeout;
   req.options.spin = sc.spin;
+  req.device_buffers = sc.device == "cuda";
   return req;
 }
 

@@ -7,6 +7,7 @@
 #include "common/straggler.h"
 #include "common/errors.h"
 #include "common/verify.h"
+#include "gpu/cuda.h"
 #include "runner/measure_group.h"
 
 namespace gradex {
@@ -47,16 +48,23 @@ RankMeasurement measure_rank(Comm& comm, Scheme& scheme, const MeasureRequest& r
   const int workers = scheme.workers();
   const bool is_worker = r < workers;
   // Each rank allocates (and first touches) its own buffer, as a separate
-  // process or device would.
-  std::vector<std::byte> storage(is_worker ? request.count * dtype_size(request.dtype) : 0);
-  Tensor data{is_worker ? storage.data() : nullptr, request.count, request.dtype};
+  // process or device would: on its GPU with device buffers.
+  const std::size_t bytes = is_worker ? request.count * dtype_size(request.dtype) : 0;
+  std::vector<std::byte> storage(request.device_buffers ? 0 : bytes);
+  const std::shared_ptr<void> device_storage =
+      request.device_buffers && is_worker ? device_allocate(bytes) : nullptr;
+  void* buffer = request.device_buffers ? device_storage.get() : storage.data();
+  Tensor data{is_worker ? buffer : nullptr, request.count, request.dtype};
+  const auto fill = request.device_buffers ? &device_fill_collective_input : &fill_collective_input;
+  const auto count_wrong =
+      request.device_buffers ? &device_count_wrong_collective : &count_wrong_collective;
   RankMeasurement mine;
   mine.seconds.assign(static_cast<std::size_t>(request.iters), 0.0);
   for (int it = -request.warmup_iters; it < request.iters; ++it) {
     // A cancelled run stops within one iteration; the rank that throws
     // aborts the group, which wakes the others from their waits.
     throw_if_cancelled();
-    if (is_worker) fill_collective_input(request.collective, data, r, workers);
+    if (is_worker) fill(request.collective, data, r, workers);
     comm.barrier();
     comm.reset_traffic();
     const double t0 = comm.clock().now();
@@ -69,7 +77,7 @@ RankMeasurement measure_rank(Comm& comm, Scheme& scheme, const MeasureRequest& r
     comm.barrier();
     if (it >= 0 && is_worker) {
       mine.seconds[static_cast<std::size_t>(it)] = t1 - t0;
-      mine.wrong += count_wrong_collective(request.collective, data, r, workers, request.op);
+      mine.wrong += count_wrong(request.collective, data, r, workers, request.op);
     }
   }
   return mine;

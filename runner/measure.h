@@ -31,6 +31,9 @@ struct MeasureRequest {
   // deterministic runs runner/measure_sim.h measures) and its settings.
   std::string transport = "inproc";
   TransportOptions options;
+  // The workers' buffers in device memory (the scenario's "device":
+  // "cuda"), filled and checked by kernels.
+  bool device_buffers = false;
 };
 
 struct Measurement {

@@ -6,7 +6,9 @@
 #include "common/memory_budget.h"
 #include "common/units.h"
 #include "config/tuned_table_file.h"
+#include "gpu/cuda.h"
 #include "schemes/registry.h"
+#include "transport/options.h"
 
 namespace gradex {
 
@@ -56,24 +58,60 @@ void load_auto_table(Scenario& scenario, const std::vector<std::string>& names) 
   scenario.auto_table = std::move(table);
 }
 
+// Device buffers move over the nccl transport, and it moves nothing else;
+// both need the CUDA build and a GPU here. The field named is the one that
+// asked for the GPU.
+void check_device(const Scenario& s) {
+  const bool nccl = s.transport == kGpuTransport;
+  if (s.device == "cuda" && !nccl) {
+    throw ConfigError("/device", "\"cuda\" buffers move over \"transport\": \"nccl\", not \"" +
+                                     s.transport + "\"");
+  }
+  if (nccl && s.device != "cuda") {
+    throw ConfigError("/device", "\"transport\": \"nccl\" moves device buffers: remove "
+                                 "\"device\" or set it to \"cuda\"");
+  }
+  if (nccl && s.network.shaped) {
+    throw ConfigError("/network", "does not apply to \"transport\": \"nccl\": NCCL's links "
+                                  "cannot be shaped");
+  }
+  if (!nccl) return;
+  if (s.device_given) {
+    require_cuda_device("/device", "\"device\": \"cuda\"");
+  } else {
+    require_cuda_device("/transport", "\"transport\": \"nccl\"");
+  }
+}
+
 }  // namespace
 
 RunPlan plan_runs(Scenario scenario) {
   RunPlan plan;
+  if (!scenario.training) {
+    check_device(scenario);
+  } else if (scenario.transport == kGpuTransport) {
+    throw ConfigError("/transport", "\"nccl\" runs the benchmark on device buffers; training "
+                                    "keeps its model in host memory: use inproc, tcp or zmq");
+  }
   std::vector<std::string> names = scenario.schemes;
   if (scenario.all_schemes) {
     names.clear();
-    // "all" takes the MPI baselines only where they can run.
+    // "all" takes the baselines only where they can run.
     for (const SchemeEntry& e : scheme_registry()) {
-      if (!e.enabled || e.enabled()) names.push_back(e.name);
+      const bool transport_fits = e.needs_transport.empty() || e.needs_transport == scenario.transport;
+      if ((!e.enabled || e.enabled()) && transport_fits) names.push_back(e.name);
     }
   }
   for (std::size_t i = 0; i < names.size(); ++i) {
     const std::string field = "/schemes/" + std::to_string(i);
     const SchemeEntry& entry = find_scheme(names[i], field);  // throws on unknown names
-    if (entry.needs_mpi_job && scenario.network.shaped) {
-      throw ConfigError(field, "'" + names[i] + "' moves its bytes over the MPI library's own "
+    if (entry.baseline && scenario.network.shaped) {
+      throw ConfigError(field, "'" + names[i] + "' moves its bytes over its library's own "
                                "connections, which gradex cannot shape: drop \"network\" or the scheme");
+    }
+    if (!entry.needs_transport.empty() && scenario.transport != entry.needs_transport) {
+      throw ConfigError(field, "'" + names[i] + "' runs on \"transport\": \"" +
+                                   entry.needs_transport + "\", not \"" + scenario.transport + "\"");
     }
   }
   if (!scenario.auto_table_path.empty()) load_auto_table(scenario, names);

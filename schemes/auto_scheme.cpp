@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "common/device_memory.h"
 #include "common/errors.h"
 #include "schemes/registry.h"
 
@@ -11,7 +12,7 @@ namespace gradex {
 
 AutoScheme::AutoScheme(SchemeOptions options) : Scheme(options), agree_(options) {
   for (const SchemeEntry& e : scheme_registry()) {
-    if (e.needs_mpi_job || e.name == "auto") continue;
+    if (e.baseline || e.name == "auto") continue;
     std::unique_ptr<Scheme> s;
     try {
       s = e.make(options);
@@ -84,7 +85,7 @@ std::size_t AutoScheme::by_measuring(Comm& comm, Tensor data, ReduceOp op) {
   const int trials = data.bytes() < kOneTrialBytes ? kTrials : 1;
   for (int trial = 0; trial < trials; ++trial) {
     for (std::size_t i = 0; i < candidates_.size(); ++i) {
-      if (data.bytes() > 0) std::memcpy(copy.data(), data.data, data.bytes());
+      if (data.bytes() > 0) copy_bytes(copy.data(), data.data, data.bytes());
       comm.barrier();
       const double t0 = comm.clock().now();
       candidates_[i].scheme->allreduce(comm, scratch, op);

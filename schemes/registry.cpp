@@ -7,6 +7,7 @@
 #include "allreduce/tree.h"
 #include "baselines/mpi_job.h"
 #include "baselines/mpi_schemes.h"
+#include "baselines/nccl_schemes.h"
 #include "common/errors.h"
 #include "common/spelling.h"
 #include "ps/parameter_server.h"
@@ -82,8 +83,17 @@ std::vector<SchemeEntry> build_registry() {
                "model's pick on a modelled network, else each measured once per size",
                [](const SchemeOptions& o) { return std::make_unique<AutoScheme>(o); }});
   for (BaselineScheme& b : mpi_baselines()) {
-    r.push_back({std::move(b.name), std::move(b.summary), std::move(b.make),
-                 /*needs_mpi_job=*/true, &mpi_job_active});
+    r.push_back({std::move(b.name), std::move(b.summary), std::move(b.make), /*baseline=*/true,
+                 &mpi_job_active, "",
+                 [] { return std::string("runs only in processes started by mpirun"); }});
+  }
+  for (BaselineScheme& b : nccl_baselines()) {
+    r.push_back({std::move(b.name), std::move(b.summary), std::move(b.make), /*baseline=*/true,
+                 [] { return nccl_baselines_available(); }, "nccl", [] {
+                   std::string why;
+                   nccl_baselines_available(&why);
+                   return why;
+                 }});
   }
   return r;
 }
@@ -98,7 +108,7 @@ const std::vector<SchemeEntry>& scheme_registry() {
 std::vector<std::string> portable_scheme_names() {
   std::vector<std::string> names;
   for (const SchemeEntry& e : scheme_registry()) {
-    if (!e.needs_mpi_job) names.push_back(e.name);
+    if (!e.baseline) names.push_back(e.name);
   }
   return names;
 }

@@ -19,17 +19,23 @@ struct SchemeEntry {
   // Builds the scheme; an entry may fix options (a preset such as
   // dp_master pins one server co-located on worker 0).
   std::function<std::unique_ptr<Scheme>(const SchemeOptions&)> make;
-  // The MPI baselines call the MPI library and run only in an MPI job;
-  // every other scheme runs on any Comm (threads, processes, simulator).
-  bool needs_mpi_job = false;
+  // The baselines call a library's own collectives and run only where
+  // that library can: the MPI ones in an MPI job, the NCCL ones on the
+  // nccl transport. Every other scheme runs on any Comm (threads,
+  // processes, simulator).
+  bool baseline = false;
   // Whether the scheme can run in this process now (Horovod's Enabled());
   // empty: always.
   std::function<bool()> enabled = nullptr;
+  // The transport it needs, if one ("nccl"); the plan refuses others.
+  std::string needs_transport = {};
+  // Why enabled() is false, for `gradex list`.
+  std::function<std::string()> why_unavailable = nullptr;
 };
 
 const std::vector<SchemeEntry>& scheme_registry();
 // The schemes that run on any Comm, in registry order: what the tests and
-// the benchmarks iterate (the MPI baselines need an MPI job).
+// the benchmarks iterate (the baselines need their library's environment).
 std::vector<std::string> portable_scheme_names();
 // Throws ConfigError naming `field` and listing the known names.
 const SchemeEntry& find_scheme(std::string_view name, const std::string& field = "scheme");

@@ -20,6 +20,13 @@ namespace gradex {
 inline constexpr std::string_view kTransportNames[] = {"inproc", "tcp", "zmq", "sim"};
 // Those whose ranks are separate processes (gradex launch).
 inline constexpr std::string_view kProcessTransports[] = {"tcp", "zmq"};
+// Ranks that each drive a GPU (transport/nccl/): a scenario may name it in
+// any build; a build without CUDA and NCCL, or a machine without a GPU,
+// refuses it when the run is made. Not in kTransportNames, which the
+// CPU-only tests iterate.
+inline constexpr std::string_view kGpuTransport = "nccl";
+// Every name a scenario or --transport may give.
+inline constexpr std::string_view kAllTransportNames[] = {"inproc", "tcp", "zmq", "sim", "nccl"};
 
 struct TransportOptions {
   // Every transport.

@@ -6,7 +6,8 @@
 //   tcp     threads of this process, each holding a loopback endpoint with
 //   zmq     sockets of its own, exactly as separate processes would
 //           (transport/local_group.h);
-//   sim     fibers on the simulator's virtual clock (transport/sim/world.h).
+//   sim     fibers on the simulator's virtual clock (transport/sim/world.h);
+//   nccl    threads each driving a GPU through NCCL (transport/nccl/world.h).
 // A launched process holds one rank of a group of processes; the runner
 // gives it the same body (runner/group_run.h).
 #pragma once
@@ -31,7 +32,7 @@ class World {
   virtual void run(const std::function<void(Comm&)>& body) = 0;
 };
 
-// Throws ConfigError("/transport") for a name not in kTransportNames.
+// Throws ConfigError("/transport") for a name not in kAllTransportNames.
 std::unique_ptr<World> make_world(const std::string& transport, int size,
                                   const TransportOptions& options);
 
