@@ -48,6 +48,7 @@ class HierarchicalScheme final : public Scheme {
   // reduce-scatter and all-gather where it provides them (ring,
   // halving_doubling).
   bool provides(Collective c) const override;
+  bool segmented() const override { return true; }
   void reduce_scatter(Comm& comm, Tensor data, ReduceOp op) override;
   void all_gather(Comm& comm, Tensor data) override;
   void broadcast(Comm& comm, Tensor data) override;

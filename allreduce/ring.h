@@ -45,6 +45,7 @@ class RingScheme final : public Scheme {
   using Scheme::Scheme;
   void allreduce(Comm& comm, Tensor data, ReduceOp op) override;
   bool provides(Collective) const override { return true; }
+  bool segmented() const override { return true; }
   void reduce_scatter(Comm& comm, Tensor data, ReduceOp op) override;
   void all_gather(Comm& comm, Tensor data) override;
   void broadcast(Comm& comm, Tensor data) override;

@@ -39,6 +39,7 @@ class TreeScheme final : public Scheme {
  public:
   using Scheme::Scheme;
   void allreduce(Comm& comm, Tensor data, ReduceOp op) override;
+  bool segmented() const override { return true; }
   bool provides(Collective c) const override {
     return c == Collective::all_reduce || c == Collective::broadcast;
   }

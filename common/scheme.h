@@ -98,6 +98,9 @@ class Scheme {
   // True when the endpoints after the workers are a switch's ports that
   // sum (Topology::first_switch_port): the run's topology puts them there.
   virtual bool reduces_in_network() const { return false; }
+  // True when options().segment_bytes shapes how the buffer moves (a
+  // pipeline of segments): auto then also picks the segment size.
+  virtual bool segmented() const { return false; }
   // A scheme that delegates (auto): the scheme it ran at `bytes`; empty
   // for every other scheme, or before it has run at that size.
   virtual std::string chosen_for(std::size_t /*bytes*/) const { return {}; }

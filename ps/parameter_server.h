@@ -28,6 +28,7 @@ class ParameterServerScheme final : public Scheme {
   explicit ParameterServerScheme(SchemeOptions options, bool pipelined = false,
                                  bool in_network = false);
   bool reduces_in_network() const override { return in_network_; }
+  bool segmented() const override { return pipelined_; }
 
   const ServerLayout& layout() const { return layout_; }
   int endpoints() const override { return layout_.endpoints(); }

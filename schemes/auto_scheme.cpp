@@ -10,7 +10,20 @@
 
 namespace gradex {
 
+namespace {
+
+// "256KiB", "4MiB": a segment size in a label.
+std::string segment_label(std::size_t bytes) {
+  constexpr std::size_t kKiB = 1024, kMiB = kKiB * 1024;
+  if (bytes % kMiB == 0) return std::to_string(bytes / kMiB) + "MiB";
+  if (bytes % kKiB == 0) return std::to_string(bytes / kKiB) + "KiB";
+  return std::to_string(bytes) + "B";
+}
+
+}  // namespace
+
 AutoScheme::AutoScheme(SchemeOptions options) : Scheme(options), agree_(options) {
+  std::vector<Candidate> other_segments;
   for (const SchemeEntry& e : scheme_registry()) {
     if (e.baseline || e.name == "auto") continue;
     std::unique_ptr<Scheme> s;
@@ -19,8 +32,18 @@ AutoScheme::AutoScheme(SchemeOptions options) : Scheme(options), agree_(options)
     } catch (const ConfigError&) {
       continue;  // options it does not fit (hierarchical on one node): no candidate
     }
-    if (s->endpoints() == options.workers) candidates_.push_back({e.name, std::move(s)});
+    if (s->endpoints() != options.workers) continue;
+    const bool segmented = s->segmented();
+    candidates_.push_back({e.name, std::move(s), true});
+    for (std::size_t segment : kSegmentSizes) {
+      if (!segmented || segment == options.segment_bytes) continue;
+      SchemeOptions at = options;
+      at.segment_bytes = segment;
+      other_segments.push_back({e.name + "@" + segment_label(segment), e.make(at), false});
+    }
   }
+  // The measured and tunable ones first, in registry order.
+  for (Candidate& c : other_segments) candidates_.push_back(std::move(c));
   GRADEX_ENFORCE(!candidates_.empty(), "auto: no scheme runs on ", options.workers, " workers");
   if (options.tuned) check_table(*options.tuned);
 }
@@ -43,15 +66,36 @@ void AutoScheme::check_table(const TunedTable& table) const {
 
 std::size_t AutoScheme::index_of(const std::string& name) const {
   for (std::size_t i = 0; i < candidates_.size(); ++i) {
-    if (candidates_[i].name == name) return i;
+    if (candidates_[i].own_segment && candidates_[i].name == name) return i;
   }
   return candidates_.size();
 }
 
 std::vector<std::string> AutoScheme::candidates() const {
   std::vector<std::string> names;
+  for (const Candidate& c : candidates_) {
+    if (c.own_segment) names.push_back(c.name);
+  }
+  return names;
+}
+
+std::vector<std::string> AutoScheme::modelled_candidates() const {
+  std::vector<std::string> names;
   for (const Candidate& c : candidates_) names.push_back(c.name);
   return names;
+}
+
+std::pair<std::string, SchemeOptions> AutoScheme::parse_label(const std::string& label,
+                                                              SchemeOptions options) {
+  const std::size_t at = label.find('@');
+  if (at == std::string::npos) return {label, options};
+  for (std::size_t segment : kSegmentSizes) {
+    if (label.substr(at + 1) == segment_label(segment)) {
+      options.segment_bytes = segment;
+      return {label.substr(0, at), options};
+    }
+  }
+  throw ConfigError("auto", "'" + label + "' is not a segment size auto tries");
 }
 
 std::size_t AutoScheme::known(std::size_t bytes) const {
@@ -80,11 +124,14 @@ std::size_t AutoScheme::by_measuring(Comm& comm, Tensor data, ReduceOp op) {
   // untouched until the chosen one runs on it.
   std::vector<std::byte> copy(data.bytes());
   const Tensor scratch{copy.data(), data.count, data.dtype};
+  // Only the candidates at the options' segment size: trying every size
+  // would multiply the trials for what the model already weighs.
   std::vector<double> best(candidates_.size(), std::numeric_limits<double>::infinity());
   const Traffic counted = comm.traffic();
   const int trials = data.bytes() < kOneTrialBytes ? kTrials : 1;
   for (int trial = 0; trial < trials; ++trial) {
     for (std::size_t i = 0; i < candidates_.size(); ++i) {
+      if (!candidates_[i].own_segment) continue;
       if (data.bytes() > 0) copy_bytes(copy.data(), data.data, data.bytes());
       comm.barrier();
       const double t0 = comm.clock().now();

@@ -10,7 +10,9 @@
 //     measured fastest at the nearest tuned size at or below this one;
 //   - on a modelled network (shaped links, the simulator): the candidate
 //     whose cost model (Scheme::model_time, with the calibrated link
-//     protocols) is lowest on that network;
+//     protocols) is lowest on that network, a scheme that pipelines in
+//     segments (Scheme::segmented) tried at each of kSegmentSizes as well
+//     as at the scenario's segment size (reported as "tree@256KiB");
 //   - otherwise (real, unshaped): by measuring. Every candidate runs the
 //     all-reduce on a copy of the input (kTrials times below kOneTrialBytes,
 //     once above, where one run is long enough to trust); each rank's best time
@@ -26,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "allreduce/ring.h"
@@ -41,6 +44,10 @@ class AutoScheme final : public Scheme {
   // (and costs enough) to be run once.
   static constexpr int kTrials = 3;
   static constexpr std::size_t kOneTrialBytes = std::size_t{1} << 20;
+  // The segment sizes the model also tries for a segmented scheme (NCCL's
+  // tuner likewise sizes its chunks by message size and protocol).
+  static constexpr std::size_t kSegmentSizes[] = {std::size_t{64} << 10, std::size_t{256} << 10,
+                                                  std::size_t{1} << 20, std::size_t{4} << 20};
 
   explicit AutoScheme(SchemeOptions options);
 
@@ -52,13 +59,22 @@ class AutoScheme final : public Scheme {
   std::string chosen_for(std::size_t bytes) const override;
   int scratch_buffers() const override { return 1; }  // the input's copy while measuring
 
-  // The candidates' names, in registry order.
+  // The candidates' names, in registry order, at the options' segment
+  // size: what auto measures, and what a tuned table may name.
   std::vector<std::string> candidates() const;
+  // Every candidate the model weighs: the above, then each segmented one
+  // at its other segment sizes, labelled "name@size".
+  std::vector<std::string> modelled_candidates() const;
+  // A candidate's label ("tree@256KiB") as the scheme name and the
+  // options it runs with.
+  static std::pair<std::string, SchemeOptions> parse_label(const std::string& label,
+                                                           SchemeOptions options);
 
  private:
   struct Candidate {
-    std::string name;
+    std::string name;  // the label: the scheme's name, "@size" when not at the options' segment
     std::unique_ptr<Scheme> scheme;
+    bool own_segment = true;  // at options().segment_bytes: measured and tunable
   };
   // Throws ConfigError when the table has no choice for these workers or
   // names a scheme that is not a candidate here.
