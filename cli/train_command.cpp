@@ -197,8 +197,12 @@ void refuse_flags_that_do_not_apply(const TrainFlags& f, const CLI::App& cmd) {
   }
   for (const char* flag : {"--bucket-mb", "--first-bucket-mb"}) {
     if (given(flag) && f.zero == 3) {
-      throw ConfigError(flag, "does not apply under --zero=3 (each layer is a bucket)");
+      throw ConfigError(flag, "does not apply under --zero=3 (its units are its buckets: "
+                              "--unit-mb)");
     }
+  }
+  if (given("--unit-mb") && f.zero != 3) {
+    throw ConfigError("--unit-mb", "applies under --zero=3 only (ZeRO-3's units)");
   }
   if (given("--staleness") && std::find(c.begin(), c.end(), "ssp") == c.end()) {
     throw ConfigError("--staleness", "applies to --consistency ssp only");
@@ -243,6 +247,10 @@ Command add_train_command(CLI::App& parent) {
                   "a bucket closes once it holds this many MiB (DDP's bucket_cap_mb: 25)");
   cmd->add_option("--first-bucket-mb", w.first_bucket_mb,
                   "the first bucket's cap, the last layers' (DDP: 1)");
+  cmd->add_option("--unit-mb", w.unit_mb,
+                  "ZeRO-3: layers wrapped into units of at least this many MiB (FSDP's "
+                  "size-based auto-wrap; default: one unit per layer)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--no-overlap", f->no_overlap, "exchange buckets only after backward ends");
   cmd->add_option("--compression", w.compression, "gradient compression hook: none, fp16, bf16");
   cmd->add_option("--data-dir", w.data_dir, "folder with the Fashion-MNIST IDX files");

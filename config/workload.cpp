@@ -67,6 +67,10 @@ std::optional<TrainWorkload> parse_workload(const nlohmann::json& value, const s
   w.staleness = static_cast<int>(r.integer("staleness", w.staleness, 0, 1 << 20));
   w.no_sync_baseline = r.boolean("no_sync_baseline", w.no_sync_baseline);
   w.zero = static_cast<int>(r.integer("zero", w.zero, 0, 3));
+  w.unit_mb = r.number("unit_mb", w.unit_mb, 0, 1 << 20);
+  if (r.has("unit_mb") && w.zero != 3) {
+    throw ConfigError(r.child("unit_mb"), "applies under \"zero\": 3 only (ZeRO-3's units)");
+  }
   if (r.has("staleness") && w.consistency.empty()) {
     throw ConfigError(r.child("staleness"), "applies to PS training only: give \"consistency\" too");
   }
@@ -81,7 +85,7 @@ std::optional<TrainWorkload> parse_workload(const nlohmann::json& value, const s
   // are the layers.
   for (const char* key : {"bucket_mb", "first_bucket_mb"}) {
     if (w.zero == 3 && r.has(key)) {
-      throw ConfigError(r.child(key), "does not apply under \"zero\": 3 (each layer is a bucket)");
+      throw ConfigError(r.child(key), "does not apply under \"zero\": 3 (its units are its buckets: \"unit_mb\")");
     }
   }
   if (r.has("trace_steps") && w.trace.empty()) {

@@ -55,6 +55,9 @@ struct TrainWorkload {
   // The ZeRO stage (train/trainer.h): 0 replicated (DDP), 2 gradients and
   // optimizer state sharded over the workers.
   int zero = 0;
+  // ZeRO-3 only: layers wrapped into units of at least this many MiB
+  // (FSDP's size-based auto-wrap); 0: one unit per layer.
+  double unit_mb = 0;
 };
 
 // Reads the "workload" object at `pointer` (its "kind" included). Returns

@@ -67,7 +67,12 @@ TEST_F(Cli, AloneItPrintsHelpAndTheVersionNamesTheCommit) {
   EXPECT_EQ(std::count(version.begin(), version.end(), '.'), 2) << v.out;
   EXPECT_EQ(version.find_first_not_of("0123456789."), std::string::npos) << v.out;
   EXPECT_GT(v.out.size(), commit + 10) << v.out;
-  EXPECT_EQ(v.out.substr(v.out.size() - 2), ")\n") << v.out;
+  // The first line ends with the commit; the second says what GPU support
+  // the build has.
+  const std::string first = v.out.substr(0, v.out.find('\n'));
+  EXPECT_EQ(first.back(), ')') << v.out;
+  const std::string second = v.out.substr(first.size() + 1);
+  EXPECT_NE(second.find("CUDA"), std::string::npos) << v.out;
 }
 
 // results.json says what ran: the scenario after every override of the

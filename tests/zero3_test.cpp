@@ -115,6 +115,47 @@ TEST(Zero3, EachWorkerHoldsItsShardAndAFewLayers) {
   }
 }
 
+// FSDP's size-based auto-wrap: consecutive layers merged into units of at
+// least unit_bytes, each a bucket, gathered and reduce-scattered whole.
+// The model trains to the same parameters whatever the wrapping, and a
+// unit as large as the model is gathered whole.
+TEST(Zero3, WrapsLayersIntoUnitsOfAtLeastTheGivenSize) {
+  const TrainConfig c = deep_config();
+  const Mlp probe(c.layers, tiny_data());
+  const std::vector<ParamUnit> layers = probe.units();
+  const std::size_t layer_bytes = layers[1].count * sizeof(float);
+  const std::vector<ParamUnit> pairs = wrap_units(layers, 2 * layer_bytes);
+  EXPECT_EQ(wrap_units(layers, 0).size(), layers.size());
+  EXPECT_EQ(wrap_units(layers, 1 << 30).size(), 1u);
+  ASSERT_LT(pairs.size(), layers.size());
+  std::size_t covered = 0;
+  for (std::size_t g = 0; g < pairs.size(); ++g) {
+    EXPECT_EQ(pairs[g].offset, covered);
+    covered += pairs[g].count;
+    if (g + 1 < pairs.size()) {
+      EXPECT_GE(pairs[g].count * sizeof(float), 2 * layer_bytes) << g;
+    }
+  }
+  EXPECT_EQ(covered, probe.param_count());
+
+  const TrainResult per_layer = train("ring", 3, zero3(c));
+  TrainConfig wrapped = zero3(c);
+  wrapped.unit_bytes = 2 * layer_bytes;
+  const TrainResult grouped = train("ring", 3, wrapped);
+  wrapped.unit_bytes = 1 << 30;
+  const TrainResult whole = train("ring", 3, wrapped);
+  EXPECT_EQ(per_layer.buckets, layers.size());
+  EXPECT_EQ(grouped.buckets, pairs.size());
+  EXPECT_EQ(whole.buckets, 1u);
+  // Other block boundaries, other summation orders: equal to rounding.
+  EXPECT_LT(max_abs_diff(grouped.params, per_layer.params), 1e-4);
+  EXPECT_LT(max_abs_diff(whole.params, per_layer.params), 1e-4);
+  EXPECT_TRUE(grouped.replicas_agree);
+  // One unit: the whole model is held while it is used.
+  EXPECT_GE(whole.parameter_bytes, 4.0 * static_cast<double>(probe.param_count()));
+  EXPECT_LT(per_layer.parameter_bytes, grouped.parameter_bytes);
+}
+
 // Every layer's values, gathered from the shards, are worker 0's initial
 // ones: the store starts where a replicated run starts.
 TEST(Zero3, InitialShardsAreWorkerZerosValues) {

@@ -33,6 +33,10 @@ class RankTime {
   // Lets the current stretch last until `seconds` after its start (see
   // above); later calls must not go back in time.
   void pass_until(double seconds);
+  // Leaves out of the current stretch `seconds` it spent waiting, not
+  // computing (ZeRO-3's gathers): elapsed() no longer counts them, and
+  // later pass_until() deadlines move by as much. Wall clocks only.
+  void exclude(double seconds);
   // Where the current stretch started, on the rank's clock.
   double started() const { return start_; }
   // Ends the stretch and returns its end on the rank's clock: on a virtual

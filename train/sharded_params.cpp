@@ -20,19 +20,45 @@ void raise_peak(std::atomic<std::size_t>& peak, std::size_t value) {
 
 }  // namespace
 
-ShardedParams::ShardedParams(std::vector<ParamUnit> units, int rank, int workers)
+std::vector<ParamUnit> wrap_units(const std::vector<ParamUnit>& units, std::size_t wrap_bytes) {
+  std::vector<ParamUnit> groups;
+  bool open = false;
+  for (const ParamUnit& u : units) {
+    if (!open) {
+      groups.push_back(u);
+    } else {
+      ParamUnit& g = groups.back();
+      GRADEX_ENFORCE_EQ(g.offset + g.count, u.offset, "units must be laid out contiguously");
+      g.end_param = u.end_param;
+      g.count += u.count;
+    }
+    open = groups.back().count * sizeof(float) < wrap_bytes;
+  }
+  return groups;
+}
+
+ShardedParams::ShardedParams(std::vector<ParamUnit> units, std::size_t wrap_bytes, int rank,
+                             int workers)
     : units_(std::move(units)),
+      groups_(wrap_units(units_, wrap_bytes)),
       rank_(rank),
       workers_(workers),
-      gathered_(2 * units_.size()),
-      tickets_(2 * units_.size(), 0),
-      held_at_(units_.size(), 0),
-      grad_buffers_(units_.size()) {
+      gathered_(2 * groups_.size()),
+      tickets_(2 * groups_.size(), 0),
+      held_at_(groups_.size(), 0),
+      units_left_(groups_.size(), 0),
+      grad_buffers_(groups_.size()) {
   GRADEX_ENFORCE(workers_ >= 1 && rank_ >= 0 && rank_ < workers_, "worker ", rank_, " of ", workers_);
+  for (std::size_t g = 0, u = 0; g < groups_.size(); ++g) {
+    while (u < units_.size() && units_[u].first_param < groups_[g].end_param) {
+      group_of_.push_back(g);
+      ++u;
+    }
+  }
   std::size_t total = 0;
-  for (const ParamUnit& u : units_) {
+  for (const ParamUnit& g : groups_) {
     shard_offset_.push_back(total);
-    total += BlockSplit{u.count, static_cast<std::size_t>(workers_)}.size(
+    total += BlockSplit{g.count, static_cast<std::size_t>(workers_)}.size(
         static_cast<std::size_t>(rank_));
   }
   shard_params_.assign(total, 0.0f);
@@ -54,51 +80,53 @@ std::vector<Bucket> unit_buckets(const std::vector<ParamUnit>& units) {
 ReducerOptions ShardedParams::reducer_options(ReducerOptions options) {
   options.shard = true;
   options.bucket_grads = [this](std::size_t b) {
-    const std::size_t u = unit_of_bucket(b);
-    return tensor(grad_buffers_[u], u);
+    const std::size_t g = group_of_bucket(b);
+    return tensor(grad_buffers_[g], g);
   };
   // On the communication thread: keep this worker's averaged block, free
   // the rest. backward wrote the buffer before marking the bucket ready,
   // and touches it again only after finish() has waited for this.
   options.exchanged = [this](std::size_t b) {
-    const std::size_t u = unit_of_bucket(b);
-    const BlockSplit split{units_[u].count, static_cast<std::size_t>(workers_)};
+    const std::size_t g = group_of_bucket(b);
+    const BlockSplit split{groups_[g].count, static_cast<std::size_t>(workers_)};
     const std::size_t own = static_cast<std::size_t>(rank_);
-    std::copy_n(grad_buffers_[u].data + split.offset(own), split.size(own),
-                shard_grads_.data() + shard_offset_[u]);
-    free(grad_buffers_[u], u, live_grads_);
+    std::copy_n(grad_buffers_[g].data + split.offset(own), split.size(own),
+                shard_grads_.data() + shard_offset_[g]);
+    free(grad_buffers_[g], g, live_grads_);
   };
   return options;
 }
 
-void ShardedParams::attach(Reducer& reducer) { reducer_ = &reducer; }
+void ShardedParams::attach(Reducer& reducer, RankTime& compute) {
+  reducer_ = &reducer;
+  compute_ = &compute;
+}
 
-ShardedParams::UnitBuffer ShardedParams::allocate(std::size_t unit,
-                                                  std::atomic<std::size_t>& live,
+ShardedParams::UnitBuffer ShardedParams::allocate(std::size_t g, std::atomic<std::size_t>& live,
                                                   std::atomic<std::size_t>& peak) {
-  const ParamUnit& u = units_[unit];
+  const ParamUnit& group = groups_[g];
   UnitBuffer b;
-  b.storage.assign(u.count + kFloatsPerLine, 0.0f);
-  b.data = b.storage.data() + u.offset % kFloatsPerLine;
-  raise_peak(peak, live += u.count * sizeof(float));
+  b.storage.assign(group.count + kFloatsPerLine, 0.0f);
+  b.data = b.storage.data() + group.offset % kFloatsPerLine;
+  raise_peak(peak, live += group.count * sizeof(float));
   return b;
 }
 
-void ShardedParams::free(UnitBuffer& buffer, std::size_t unit, std::atomic<std::size_t>& live) {
+void ShardedParams::free(UnitBuffer& buffer, std::size_t g, std::atomic<std::size_t>& live) {
   if (buffer.data == nullptr) return;
-  live -= units_[unit].count * sizeof(float);
+  live -= groups_[g].count * sizeof(float);
   buffer = UnitBuffer{};  // gives the memory back, not just the size
 }
 
-Tensor ShardedParams::tensor(const UnitBuffer& buffer, std::size_t unit) const {
-  return Tensor{buffer.data, units_[unit].count, DType::f32};
+Tensor ShardedParams::tensor(const UnitBuffer& buffer, std::size_t g) const {
+  return Tensor{buffer.data, groups_[g].count, DType::f32};
 }
 
-ShardedParams::UnitBuffer ShardedParams::with_own_block(std::size_t unit) {
-  UnitBuffer b = allocate(unit, live_params_, peak_params_);
-  const BlockSplit split{units_[unit].count, static_cast<std::size_t>(workers_)};
+ShardedParams::UnitBuffer ShardedParams::with_own_block(std::size_t g) {
+  UnitBuffer b = allocate(g, live_params_, peak_params_);
+  const BlockSplit split{groups_[g].count, static_cast<std::size_t>(workers_)};
   const std::size_t own = static_cast<std::size_t>(rank_);
-  std::copy_n(shard_params_.data() + shard_offset_[unit], split.size(own),
+  std::copy_n(shard_params_.data() + shard_offset_[g], split.size(own),
               b.data + split.offset(own));
   return b;
 }
@@ -106,43 +134,45 @@ ShardedParams::UnitBuffer ShardedParams::with_own_block(std::size_t unit) {
 void ShardedParams::scatter_from_worker0(
     const std::function<void(std::size_t, std::span<float>)>& fill,
     const std::function<void(Tensor)>& broadcast) {
-  for (std::size_t u = 0; u < units_.size(); ++u) {
-    UnitBuffer b = allocate(u, live_params_, peak_params_);
-    if (rank_ == 0) fill(u, {b.data, units_[u].count});
-    broadcast(tensor(b, u));
-    const BlockSplit split{units_[u].count, static_cast<std::size_t>(workers_)};
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    UnitBuffer b = allocate(g, live_params_, peak_params_);
+    for (std::size_t u = 0; rank_ == 0 && u < units_.size(); ++u) {
+      if (group_of_[u] == g) fill(u, {b.data + offset_in_group(u), units_[u].count});
+    }
+    broadcast(tensor(b, g));
+    const BlockSplit split{groups_[g].count, static_cast<std::size_t>(workers_)};
     const std::size_t own = static_cast<std::size_t>(rank_);
     std::copy_n(b.data + split.offset(own), split.size(own),
-                shard_params_.data() + shard_offset_[u]);
-    free(b, u, live_params_);
+                shard_params_.data() + shard_offset_[g]);
+    free(b, g, live_params_);
   }
 }
 
 void ShardedParams::for_each_gathered(
     const std::function<void(std::size_t, std::span<const float>)>& visit) {
   GRADEX_ENFORCE(reducer_ != nullptr, "ZeRO-3 parameters gathered before attach()");
-  for (std::size_t u = 0; u < units_.size(); ++u) {
-    UnitBuffer b = with_own_block(u);
-    reducer_->wait(reducer_->post_all_gather(tensor(b, u), u));
-    visit(u, {b.data, units_[u].count});
-    free(b, u, live_params_);
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    UnitBuffer b = with_own_block(g);
+    reducer_->wait(reducer_->post_all_gather(tensor(b, g), g));
+    visit(groups_[g].offset, {b.data, groups_[g].count});
+    free(b, g, live_params_);
   }
 }
 
-std::size_t ShardedParams::unit_at(std::size_t pos) const {
-  const std::size_t n = units_.size();
+std::size_t ShardedParams::group_at(std::size_t pos) const {
+  const std::size_t n = groups_.size();
   return pos < n ? pos : 2 * n - 1 - pos;
 }
 
 void ShardedParams::post_gather(std::size_t pos) {
-  const std::size_t u = unit_at(pos);
-  gathered_[pos] = with_own_block(u);
-  tickets_[pos] = reducer_->post_all_gather(tensor(gathered_[pos], u), u);
+  const std::size_t g = group_at(pos);
+  gathered_[pos] = with_own_block(g);
+  tickets_[pos] = reducer_->post_all_gather(tensor(gathered_[pos], g), g);
 }
 
 void ShardedParams::begin_pass() {
   GRADEX_ENFORCE(next_acquire_ == 0 || next_acquire_ == gathered_.size(),
-                 "a ZeRO-3 pass ended after ", next_acquire_, " of ", gathered_.size(), " units");
+                 "a ZeRO-3 pass ended after ", next_acquire_, " of ", gathered_.size(), " groups");
   next_post_ = next_acquire_ = 0;
 }
 
@@ -150,27 +180,38 @@ void ShardedParams::begin_step() { std::fill(shard_grads_.begin(), shard_grads_.
 
 const float* ShardedParams::params(std::size_t unit) {
   GRADEX_ENFORCE(reducer_ != nullptr, "ZeRO-3 parameters gathered before attach()");
-  const std::size_t pos = next_acquire_;
-  GRADEX_ENFORCE(pos < gathered_.size() && unit_at(pos) == unit, "ZeRO-3 pass asked for unit ",
-                 unit, " out of order (position ", pos, ")");
-  // This unit's gather, and the next one's behind it (the prefetch).
-  while (next_post_ <= std::min(pos + 1, gathered_.size() - 1)) post_gather(next_post_++);
-  const auto t0 = std::chrono::steady_clock::now();
-  reducer_->wait(tickets_[pos]);
-  waited_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  held_at_[unit] = pos;
-  ++next_acquire_;
-  return gathered_[pos].data;
+  const std::size_t g = group_of_.at(unit);
+  if (units_left_[g] == 0) {
+    // The group's first unit in this direction: its gather, and the next
+    // group's behind it (the prefetch).
+    const std::size_t pos = next_acquire_;
+    GRADEX_ENFORCE(pos < gathered_.size() && group_at(pos) == g, "ZeRO-3 pass asked for unit ",
+                   unit, " out of order (position ", pos, ")");
+    while (next_post_ <= std::min(pos + 1, gathered_.size() - 1)) post_gather(next_post_++);
+    const auto t0 = std::chrono::steady_clock::now();
+    reducer_->wait(tickets_[pos]);
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    waited_ += waited;
+    if (compute_ != nullptr) compute_->exclude(waited);
+    held_at_[g] = pos;
+    units_left_[g] = static_cast<std::size_t>(std::count(group_of_.begin(), group_of_.end(), g));
+    ++next_acquire_;
+  }
+  return gathered_[held_at_[g]].data + offset_in_group(unit);
 }
 
 void ShardedParams::release_params(std::size_t unit) {
-  free(gathered_[held_at_.at(unit)], unit, live_params_);
+  const std::size_t g = group_of_.at(unit);
+  GRADEX_ENFORCE(units_left_[g] > 0, "unit ", unit, " released but not held");
+  if (--units_left_[g] == 0) free(gathered_[held_at_[g]], g, live_params_);
 }
 
 float* ShardedParams::grads(std::size_t unit) {
-  UnitBuffer& b = grad_buffers_.at(unit);
-  if (b.data == nullptr) b = allocate(unit, live_grads_, peak_grads_);
-  return b.data;
+  const std::size_t g = group_of_.at(unit);
+  UnitBuffer& b = grad_buffers_[g];
+  if (b.data == nullptr) b = allocate(g, live_grads_, peak_grads_);
+  return b.data + offset_in_group(unit);
 }
 
 double ShardedParams::take_wait_seconds() {

@@ -1,20 +1,22 @@
-// ZeRO-3 (FSDP's full sharding) for one worker: of each unit (a layer) it
-// keeps only block `rank` of BlockSplit{unit.count, workers}, for the
-// parameters, their reduced gradients and (through a ShardedOptimizer over
-// the shard) the optimizer state. A pass gathers each unit just before it
-// is used and frees it after:
+// ZeRO-3 (FSDP's full sharding) for one worker. The model's units (its
+// layers) are wrapped into groups of consecutive units, each at least
+// `wrap_bytes` (FSDP's size-based auto-wrap; 0: one group per layer). Of
+// each group a worker keeps only block `rank` of BlockSplit{group.count,
+// workers}, for the parameters, their reduced gradients and (through a
+// ShardedOptimizer over the shard) the optimizer state. A pass gathers
+// each group when its first unit is used and frees it after its last:
 //
-//   forward:  all-gather unit 0, 1, ..., U-1 (each freed once used)
-//   backward: all-gather unit U-1, ..., 0; the unit's gradient goes into a
-//             buffer of its own, reduce-scattered as its bucket; block
+//   forward:  all-gather group 0, 1, ..., G-1 (each freed once used)
+//   backward: all-gather group G-1, ..., 0; the group's gradient goes into
+//             a buffer of its own, reduce-scattered as its bucket; block
 //             `rank` of the result is kept and the buffer freed.
 //
-// While one unit is used the next one's all-gather is already posted
+// While one group is used the next one's all-gather is already posted
 // (FSDP's forward and backward prefetch), on the Reducer's communication
 // thread, where the reduce-scatters also run: every worker posts the same
-// exchanges in the same order. At most two gathered units and the
-// gradients of the units in flight are whole at any time, so a worker
-// holds about 1/N of the replicated model plus a few layers.
+// exchanges in the same order. At most two gathered groups and the
+// gradients of the groups in flight are whole at any time, so a worker
+// holds about 1/N of the replicated model plus a few groups.
 #pragma once
 
 #include <atomic>
@@ -25,32 +27,39 @@
 
 #include "train/model.h"
 #include "train/param_buffer.h"
+#include "train/rank_time.h"
 #include "train/reducer.h"
 
 namespace gradex {
 
-// One bucket per unit, last unit first (backward's order), each holding
-// its unit's parameters in readiness order.
+// Consecutive units merged until each group holds at least `wrap_bytes`
+// (the last may hold less); 0 leaves every unit alone.
+std::vector<ParamUnit> wrap_units(const std::vector<ParamUnit>& units, std::size_t wrap_bytes);
+// One bucket per unit (or group), last first (backward's order), each
+// holding its parameters in readiness order.
 std::vector<Bucket> unit_buckets(const std::vector<ParamUnit>& units);
 
 class ShardedParams final : public LayerAccess {
  public:
-  ShardedParams(std::vector<ParamUnit> units, int rank, int workers);
+  ShardedParams(std::vector<ParamUnit> units, std::size_t wrap_bytes, int rank, int workers);
 
-  // unit_buckets(): the buckets the Reducer reduce-scatters, each from its
-  // unit's gradient buffer.
-  std::vector<Bucket> buckets() const { return unit_buckets(units_); }
+  // unit_buckets() of the groups: the buckets the Reducer reduce-scatters,
+  // each from its group's gradient buffer.
+  std::vector<Bucket> buckets() const { return unit_buckets(groups_); }
   // Joins `reducer` (made with buckets() and shard on): gathers are posted
-  // on its thread, and its buckets come from and go to this store.
-  void attach(Reducer& reducer);
+  // on its thread, and its buckets come from and go to this store. The
+  // time params() waits is left out of `compute` (RankTime::exclude).
+  void attach(Reducer& reducer, RankTime& compute);
   ReducerOptions reducer_options(ReducerOptions options);
 
-  // Worker 0's initial parameters, unit by unit: worker 0 fills each unit
-  // (`fill`), `broadcast` sends it to every worker, each keeps its block.
+  // Worker 0's initial parameters, group by group: worker 0 fills each of
+  // the group's units (`fill(unit, values)`), `broadcast` sends the group
+  // to every worker, each keeps its block.
   void scatter_from_worker0(const std::function<void(std::size_t, std::span<float>)>& fill,
                             const std::function<void(Tensor)>& broadcast);
-  // Every unit whole, in order, through all-gathers on the Reducer's
-  // thread (every worker must call it), one unit held at a time.
+  // Every group whole, in order, through all-gathers on the Reducer's
+  // thread (every worker must call it), one group held at a time; `visit`
+  // gets its offset in the flat vector and its values.
   void for_each_gathered(const std::function<void(std::size_t, std::span<const float>)>& visit);
 
   // Before each step: the shard's gradients start from zero.
@@ -66,6 +75,7 @@ class ShardedParams final : public LayerAccess {
   // communication a pass could not hide, which the loop counts as exposed
   // rather than as compute.
   double take_wait_seconds();
+  std::size_t groups() const { return groups_.size(); }
 
   std::span<float> shard_params() { return {shard_params_.data(), shard_params_.size()}; }
   std::span<float> shard_grads() { return {shard_grads_.data(), shard_grads_.size()}; }
@@ -84,30 +94,41 @@ class ShardedParams final : public LayerAccess {
     ParamBuffer storage;
     float* data = nullptr;
   };
-  UnitBuffer allocate(std::size_t unit, std::atomic<std::size_t>& live,
+  // Buffers below are per group (g), not per unit.
+  UnitBuffer allocate(std::size_t g, std::atomic<std::size_t>& live,
                       std::atomic<std::size_t>& peak);
-  void free(UnitBuffer& buffer, std::size_t unit, std::atomic<std::size_t>& live);
-  Tensor tensor(const UnitBuffer& buffer, std::size_t unit) const;
-  // The unit gathered at position `pos` of a pass (forward then backward).
-  std::size_t unit_at(std::size_t pos) const;
+  void free(UnitBuffer& buffer, std::size_t g, std::atomic<std::size_t>& live);
+  Tensor tensor(const UnitBuffer& buffer, std::size_t g) const;
+  // The group gathered at position `pos` of a pass (forward then backward).
+  std::size_t group_at(std::size_t pos) const;
   void post_gather(std::size_t pos);
-  // Unit u's buffer with this worker's block copied in.
-  UnitBuffer with_own_block(std::size_t unit);
-  std::size_t unit_of_bucket(std::size_t bucket) const { return units_.size() - 1 - bucket; }
+  // Group g's buffer with this worker's block copied in.
+  UnitBuffer with_own_block(std::size_t g);
+  std::size_t group_of_bucket(std::size_t bucket) const { return groups_.size() - 1 - bucket; }
+  // Where unit u starts in its group's buffer.
+  std::size_t offset_in_group(std::size_t unit) const {
+    return units_[unit].offset - groups_[group_of_[unit]].offset;
+  }
 
-  std::vector<ParamUnit> units_;
+  std::vector<ParamUnit> units_;   // the model's
+  std::vector<ParamUnit> groups_;  // wrap_units(units_)
+  std::vector<std::size_t> group_of_;  // per unit
   int rank_ = 0;
   int workers_ = 1;
-  std::vector<std::size_t> shard_offset_;  // per unit: its block's place in the shard
+  std::vector<std::size_t> shard_offset_;  // per group: its block's place in the shard
   ParamBuffer shard_params_, shard_grads_;
   Reducer* reducer_ = nullptr;
+  RankTime* compute_ = nullptr;
   // Per position of the pass: the gathered buffer and its ticket.
   std::vector<UnitBuffer> gathered_;
   std::vector<std::size_t> tickets_;
-  std::vector<std::size_t> held_at_;  // per unit: the position it was acquired at
+  // Per group: the position it was gathered at, and how many of its units
+  // are still to be used before it is freed (0: not held).
+  std::vector<std::size_t> held_at_;
+  std::vector<std::size_t> units_left_;
   std::size_t next_post_ = 0, next_acquire_ = 0;
   double waited_ = 0;
-  std::vector<UnitBuffer> grad_buffers_;  // per unit, during backward
+  std::vector<UnitBuffer> grad_buffers_;  // per group, during backward
   std::atomic<std::size_t> live_params_{0}, peak_params_{0}, live_grads_{0}, peak_grads_{0};
 };
 

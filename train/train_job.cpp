@@ -144,7 +144,8 @@ TrainJob::TrainJob(TrainWorkload workload, const FieldNamer& field)
   c.trace_steps = w.trace.empty() ? 0 : w.trace_steps;
   c.straggler_ms = w.straggler_ms;
   c.zero = w.zero;
-  c.keep_params = false;  // reports need the hash only: no second copy of the model
+  c.keep_params = false;
+  c.unit_bytes = static_cast<std::size_t>(w.unit_mb * 1024 * 1024);  // reports need the hash only: no second copy of the model
   if (w.model != "mlp") {
     profile_ = model_profile(w.model);
     emulation_.forward_seconds = w.fwd_ms / 1e3;
@@ -196,8 +197,14 @@ std::string TrainJob::describe() const {
         << " training samples, " << c.epochs << " epochs";
     if (c.max_steps >= 0) out << " of at most " << c.max_steps << " steps";
   }
-  out << ", buckets " << workload_.bucket_mb << " MiB, overlap " << (c.overlap ? "on" : "off")
-      << ", compression " << compression_name(c.compression);
+  if (c.zero == 3) {
+    out << ", units " << (c.unit_bytes == 0 ? std::string("one per layer")
+                                            : std::to_string(workload_.unit_mb) + " MiB");
+  } else {
+    out << ", buckets " << workload_.bucket_mb << " MiB";
+  }
+  out << ", overlap " << (c.overlap ? "on" : "off") << ", compression "
+      << compression_name(c.compression);
   if (c.zero != 0) out << ", ZeRO-" << c.zero;
   return out.str();
 }

@@ -33,7 +33,7 @@ void check(const TrainConfig& c, int workers) {
 
 // The buckets a step exchanges: DDP's, or under ZeRO-3 one per unit.
 std::vector<Bucket> step_buckets(const Model& model, const TrainConfig& c) {
-  if (c.zero == 3) return unit_buckets(model.units());
+  if (c.zero == 3) return unit_buckets(wrap_units(model.units(), c.unit_bytes));
   return make_buckets(model.params(), c.bucket_bytes, c.first_bucket_bytes);
 }
 
@@ -103,7 +103,7 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
   const bool sharded = sync && config.zero == 2;
   // ZeRO-3: no whole vectors at all; the store holds this worker's shards.
   std::optional<ShardedParams> store;
-  if (sync && config.zero == 3) store.emplace(model.units(), rank, workers);
+  if (sync && config.zero == 3) store.emplace(model.units(), config.unit_bytes, rank, workers);
   const bool whole = !phantom && !store;
   ParamBuffer params(whole ? param_count : 0), grads(whole ? param_count : 0);
   std::vector<Bucket> buckets = step_buckets(model, config);
@@ -131,7 +131,7 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
     reducer.run([&] { broadcast_from_worker0(exchange, comm, t); });
   };
   if (store) {
-    store->attach(reducer);
+    store->attach(reducer, time);
     // Worker 0's initial values, as a replicated run starts from them.
     store->scatter_from_worker0(
         [&](std::size_t u, std::span<float> values) { model.init_unit(u, values, config.seed); },
@@ -154,9 +154,9 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
       return;
     }
     if (keep) into.assign(param_count, 0.0f);
-    store->for_each_gathered([&](std::size_t u, std::span<const float> values) {
+    store->for_each_gathered([&](std::size_t offset, std::span<const float> values) {
       hash = fnv1a(values, hash);
-      if (keep) std::copy(values.begin(), values.end(), into.begin() + static_cast<std::ptrdiff_t>(model.units()[u].offset));
+      if (keep) std::copy(values.begin(), values.end(), into.begin() + static_cast<std::ptrdiff_t>(offset));
     });
   };
   // The broadcast is not a step's traffic, nor are the evaluation's
@@ -204,14 +204,12 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
             [&] { tb = t0 + time.elapsed(); });
         // The last stretch ends in reducer.finish(), which on a virtual
         // clock replays the buckets' exchanges against it.
-        const double t1 = last ? t0 + time.elapsed() : time.end();
-        compute += t1 - t0;
-        // ZeRO-3's waits for gathered layers sit inside the pass.
-        if (store) {
-          const double waited = store->take_wait_seconds();
-          compute -= waited;
-          exposed += waited;
-        }
+        // ZeRO-3's waits for gathered layers, inside the pass, are left
+        // out of it (RankTime::exclude) and count as exposed.
+        const double computed = time.elapsed();
+        const double t1 = last ? t0 + computed : time.end();
+        compute += computed;
+        if (store) exposed += store->take_wait_seconds();
         if (tracing) {
           record("forward", t0, tb);
           record(last ? "backward" : "backward (no_sync)", tb, t1);

@@ -63,6 +63,10 @@ struct TrainConfig {
   // (train/sharded_params.h). Needs a scheme that provides reduce_scatter
   // and all_gather; stage 3 runs on real transports only.
   int zero = 0;
+  // ZeRO-3: consecutive layers wrapped into units of at least this many
+  // bytes, each gathered and reduce-scattered whole (FSDP's size-based
+  // auto-wrap); 0: one unit per layer.
+  std::size_t unit_bytes = 0;
   // false: worker 0's final parameters are not copied into the result
   // (only their hash is), so a run holds no second copy of the model.
   bool keep_params = true;
