@@ -122,6 +122,8 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"zero_type", TRAIN(R"(, "zero": "two")"), "/workload/zero"},
         Malformed{"zero_stage", TRAIN(R"(, "zero": 1)"), "/workload/zero"},
         Malformed{"zero3_bucket", TRAIN(R"(, "zero": 3, "bucket_mb": 1)"), "/workload/bucket_mb"},
+        Malformed{"unit_mb_zero2", TRAIN(R"(, "zero": 2, "unit_mb": 1)"), "/workload/unit_mb"},
+        Malformed{"unit_mb_negative", TRAIN(R"(, "zero": 3, "unit_mb": -1)"), "/workload/unit_mb"},
         Malformed{"zero3_first_bucket", TRAIN(R"(, "zero": 3, "first_bucket_mb": 1)"), "/workload/first_bucket_mb"},
         Malformed{"zero_compression", TRAIN(R"(, "zero": 2, "compression": "fp8")"), "/workload/compression"},
         Malformed{"zero_consistency", TRAIN(R"(, "consistency": ["asp"], "zero": 2)"), "/workload/zero"},
