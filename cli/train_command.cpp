@@ -319,6 +319,7 @@ Command add_train_command(CLI::App& parent) {
                 schemes.push_back(s);
               }
             }
+            check_zero_transport(w.zero, f->transport, "--zero");
             const bool profiled = !w.model.empty();
             if (profiled) {
               w.epochs = 1;  // a profiled run is its --max-steps steps (default 20)
@@ -327,7 +328,6 @@ Command add_train_command(CLI::App& parent) {
               std::cout << "# loading Fashion-MNIST from " << w.data_dir << "\n" << std::flush;
             }
             check_train_workload(w, flag_of);
-            check_zero_transport(w.zero, f->transport, "--zero");
             check_train_memory(w, f->workers, f->transport, flag_of);
             for (const std::string& s : schemes) {
               const auto scheme = make_scheme(s, setup_for(*f, s).options);
