@@ -189,7 +189,8 @@ int supervise(const std::vector<pid_t>& children, std::chrono::milliseconds grac
       // Pass the signal on: every rank stops, aborts its group and exits
       // without writing; one that does not within kCancelGrace is killed.
       cancelled = cancel_signal();
-      log << "gradex launch: signal " << cancelled << ": stopping the ranks\n";
+      log << ("gradex launch: signal " + std::to_string(cancelled) + ": stopping the ranks\n")
+          << std::flush;
       for (std::size_t r = 0; r < children.size(); ++r) {
         if (status[r] == -1) ::kill(children[r], cancelled);
       }
@@ -211,18 +212,23 @@ int supervise(const std::vector<pid_t>& children, std::chrono::milliseconds grac
         crashed = true;
       }
       if (status[r] != 0 && cancelled == 0) {
-        log << "gradex launch: rank " << r << " (pid " << children[r] << ") "
-            << (WIFSIGNALED(ws) ? "was killed by signal " + std::to_string(WTERMSIG(ws))
-                                : "exited with status " + std::to_string(status[r]))
-            << "\n";
+        // One write per line: the ranks write to the same stderr, and a line
+        // put out in pieces could be cut by theirs.
+        log << ("gradex launch: rank " + std::to_string(r) + " (pid " +
+                std::to_string(children[r]) + ") " +
+                (WIFSIGNALED(ws) ? "was killed by signal " + std::to_string(WTERMSIG(ws))
+                                 : "exited with status " + std::to_string(status[r])) +
+                "\n")
+            << std::flush;
         if (!kill_at) kill_at = clock::now() + grace;
       }
     }
     if (kill_at && clock::now() >= *kill_at) {
       for (std::size_t r = 0; r < children.size(); ++r) {
         if (status[r] == -1) {
-          log << "gradex launch: rank " << r << " still running after the "
-              << (cancelled != 0 ? "signal" : "failure") << "; killing it\n";
+          log << ("gradex launch: rank " + std::to_string(r) + " still running after the " +
+                  (cancelled != 0 ? "signal" : "failure") + "; killing it\n")
+              << std::flush;
           ::kill(children[r], SIGKILL);
         }
       }
