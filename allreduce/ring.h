@@ -46,6 +46,8 @@ class RingScheme final : public Scheme {
   void allreduce(Comm& comm, Tensor data, ReduceOp op) override;
   bool provides(Collective) const override { return true; }
   bool segmented() const override { return true; }
+  // Its two phases are; its broadcast (a chain from one root) is not.
+  bool symmetric(Collective c) const override { return c != Collective::broadcast; }
   void reduce_scatter(Comm& comm, Tensor data, ReduceOp op) override;
   void all_gather(Comm& comm, Tensor data) override;
   void broadcast(Comm& comm, Tensor data) override;

@@ -5,37 +5,47 @@
 # count, as /usr/bin/time -v reports them. Simulated time does not depend
 # on the machine; wall time does (say how loaded it was beside the table).
 #
-# Writes OUT/scale.csv: scheme, ranks, wall_s, peak_rss_mib, rss_per_rank_kib,
-# simulated_ms.
+# Writes OUT/scale.csv: scheme, ranks, simulated_ranks, wall_s, peak_rss_mib,
+# rss_per_rank_kib (per simulated rank), simulated_ms.
 #
 # Usage: bash bench/sim_scale.sh [BUILD_FOLDER] [OUT_FOLDER]
 #   defaults: build/default results/sim_scale
-#   environment: RUNS, a space-separated list of scheme:ranks (default: the
-#   ring at 1,024, 2,048 and 4,096 ranks, the dedicated PS at 1,024 to 16,384)
+#   environment: RUNS, a space-separated list of scheme:ranks, or
+#   scheme:ranks:M for a symmetric subset of M simulated ranks standing for
+#   all (--symmetric-subset). Default: the ring at 1,024, 2,048 and 4,096
+#   ranks, the dedicated PS at 1,024 to 16,384, and the ring's 64-rank
+#   subset at 1,024 (to set beside the full run) up to 65,536 ranks.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-build/default}"
 out="${2:-results/sim_scale}"
-runs="${RUNS:-ring:1024 ring:2048 ring:4096 ps:1024 ps:4096 ps:16384}"
+runs="${RUNS:-ring:1024 ring:2048 ring:4096 ps:1024 ps:4096 ps:16384 ring:1024:64 ring:4096:64 ring:16384:64 ring:65536:64}"
 cd "$root"
 gradex="$build/gradex"
 [ -x "$gradex" ] || { echo "sim_scale: $gradex not built" >&2; exit 2; }
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 
-echo "scheme,ranks,wall_s,peak_rss_mib,rss_per_rank_kib,simulated_ms" > "$scratch/scale.csv"
+echo "scheme,ranks,simulated_ranks,wall_s,peak_rss_mib,rss_per_rank_kib,simulated_ms" > "$scratch/scale.csv"
 for run in $runs; do
-  scheme="${run%%:*}"
-  ranks="${run##*:}"
+  IFS=: read -r scheme ranks subset <<< "$run"
+  subset_flag=()
+  simulated="$ranks"
+  if [ -n "$subset" ]; then
+    subset_flag=(--symmetric-subset "$subset")
+    simulated="$subset"
+  fi
+  servers=()
+  [ "$scheme" = ring ] || servers=(--servers 1)
   /usr/bin/time -f "%e %M" -o "$scratch/time" \
     "$gradex" simulate -s "$scheme" -n "$ranks" -b 1G --link ib_hdr_200g --segment 1MiB \
-    --servers 1 --iters 1 --warmup 0 -q -o "$scratch/run" > /dev/null
+    "${servers[@]}" "${subset_flag[@]}" --iters 1 --warmup 0 -q -o "$scratch/run" > /dev/null
   read -r wall rss_kib < "$scratch/time"
   simulated_ms="$(/usr/bin/python3 -c 'import csv, sys
 row = next(csv.DictReader(open(sys.argv[1])))
 print("%.3f" % (float(row["time_s"]) * 1e3))' "$scratch/run/results.csv")"
-  echo "$scheme,$ranks,$wall,$((rss_kib / 1024)),$((rss_kib / ranks)),$simulated_ms" |
+  echo "$scheme,$ranks,$simulated,$wall,$((rss_kib / 1024)),$((rss_kib / simulated)),$simulated_ms" |
     tee -a "$scratch/scale.csv"
 done
 mkdir -p "$out"

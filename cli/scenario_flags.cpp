@@ -57,6 +57,9 @@ void add_field_flags(CLI::App& cmd, ScenarioFlags& flags) {
   cmd.add_option("--node", f.node, "a node preset (gradex list): its ranks per node, links and NICs");
   cmd.add_option("--segment", f.segment, "pipelining segment, e.g. 1MiB");
   cmd.add_option("--straggler-ms", f.straggler_ms, "the last worker starts each iteration late");
+  cmd.add_option("--symmetric-subset", f.symmetric_subset,
+                 "simulator: run this many ranks of a symmetric scheme (ring) and let them "
+                 "stand for all");
   cmd.add_option("--servers", f.servers, "PS servers (ps.servers); several sweep, e.g. 1,2,4")
       ->delimiter(',')
       ->allow_extra_args(false);
@@ -132,6 +135,9 @@ std::vector<FieldWrite> field_writes(const FieldFlags& f) {
   if (!f.node.empty()) w.push_back({"--node", P("/network/node"), f.node});
   if (!f.segment.empty()) w.push_back({"--segment", P("/segment_bytes"), f.segment});
   if (f.straggler_ms >= 0) w.push_back({"--straggler-ms", P("/straggler_ms"), f.straggler_ms});
+  if (f.symmetric_subset >= 0) {
+    w.push_back({"--symmetric-subset", P("/symmetric_subset"), f.symmetric_subset});
+  }
   if (!f.servers.empty()) {
     w.push_back({"--servers", P("/ps/servers"),
                  f.servers.size() == 1 ? nlohmann::json(f.servers[0]) : nlohmann::json(f.servers)});

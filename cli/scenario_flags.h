@@ -27,6 +27,7 @@ struct FieldFlags {
   std::string node;                       // /network/node
   std::string segment;                    // /segment_bytes
   double straggler_ms = -1;
+  int symmetric_subset = -1;  // --symmetric-subset: /symmetric_subset
   std::vector<int> servers;  // --servers: /ps/servers, a sweep when several
 };
 

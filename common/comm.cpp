@@ -146,7 +146,7 @@ SubComm::SubComm(Comm& parent, std::vector<int> members, std::uint32_t tag_space
   for (std::size_t i = 0; i < members_.size(); ++i) {
     GRADEX_ENFORCE(members_[i] >= 0 && members_[i] < parent.size(), "member ", members_[i],
                    " outside the parent group");
-    if (members_[i] == parent.rank()) rank_ = static_cast<int>(i);
+    if (members_[i] == parent.rank() && rank_ < 0) rank_ = static_cast<int>(i);
   }
   GRADEX_ENFORCE(rank_ >= 0, "parent rank ", parent.rank(), " is not a member of the sub-group");
 }

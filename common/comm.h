@@ -164,6 +164,10 @@ class Comm {
 // traffic of different sub-groups (and of the parent) never matches.
 // Traffic is counted by the parent only.
 //
+// A parent endpoint may be listed more than once: it then stands for each
+// of those ranks (the simulator's symmetric subset, where simulated rank r
+// stands for every rank congruent to r), and is the first of them itself.
+//
 // Sub-groups nest two deep (a run's group, then a hierarchical scheme's
 // node and inter-node groups inside it), each level with a bit field of
 // its own, so no two paths through the levels share a tag: bit 62 marks

@@ -101,6 +101,12 @@ class Scheme {
   // True when options().segment_bytes shapes how the buffer moves (a
   // pipeline of segments): auto then also picks the segment size.
   virtual bool segmented() const { return false; }
+  // True when every endpoint runs collective `c` on the same schedule
+  // shifted by its rank (rank r talks only to r + k mod n, for the same
+  // offsets k on every rank), so that on a network that repeats itself a
+  // simulated subset of the ranks stands for all of them
+  // (runner/simulate.h, "symmetric_subset").
+  virtual bool symmetric(Collective /*c*/) const { return false; }
   // A scheme that delegates (auto): the scheme it ran at `bytes`; empty
   // for every other scheme, or before it has run at that size.
   virtual std::string chosen_for(std::size_t /*bytes*/) const { return {}; }

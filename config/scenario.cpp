@@ -259,6 +259,7 @@ Scenario parse_scenario(const nlohmann::json& document) {
     s.iters = static_cast<int>(root.integer("iters", 5, 1, 1'000'000));
   }
   s.straggler_ms = root.number("straggler_ms", 0, 0, kMaxTimeoutMs);
+  s.symmetric_subset = static_cast<int>(root.integer("symmetric_subset", 0, 2, kMaxSimulatedRanks));
   if (s.training) s.training->straggler_ms = s.straggler_ms;
   if (const auto* seg = root.find("segment_bytes")) {
     s.segment_bytes = read_size(*seg, "/segment_bytes");

@@ -79,6 +79,11 @@ struct Scenario {
   // The last worker starts every timed iteration (every training step)
   // this many milliseconds late: a straggler, on its rank's clock.
   double straggler_ms = 0;
+  // The simulator runs only this many of each run's ranks and lets them
+  // stand for all (runner/simulate.h: exact for a symmetric scheme on a
+  // network that repeats itself; runner/plan.cpp checks that it is);
+  // 0: every rank is simulated.
+  int symmetric_subset = 0;
   std::string inter_algorithm = "ring";
   // "auto": {"table": PATH}: a table from `gradex tune` for the auto
   // scheme, read when the plan is made (runner/plan.cpp).

@@ -26,7 +26,8 @@ ResultRow result_row(const Scenario& sc, const PlannedRun& run, std::size_t coun
   row.busbw = row.algbw * scheme.bus_factor(sc.collective);
   row.wrong = m.wrong;
   row.checked = m.checked;
-  row.source = m.simulated ? "simulated" : "measured";
+  row.source = m.simulated ? (m.subset > 0 ? "simulated-subset" : "simulated") : "measured";
+  row.subset = m.subset;
   row.model_time = scheme.collective_model_time(sc.collective, row.bytes, topo);
   row.chose = scheme.chosen_for(row.bytes);
   row.sweep = run.sweep;
@@ -69,6 +70,11 @@ std::vector<ResultRow> execute_plan(
     MeasureRequest req = measure_request(sc);
     Topology topo = scenario_topology(sc, scheme, run.workers);
     if (sc.network.shaped) req.options.shaping = topo;
+    // A symmetric subset simulates its own ranks on the same network, cut
+    // short (a symmetric scheme has no servers and no switch; the model
+    // still prices every rank).
+    const int subset = sc.symmetric_subset;
+    const Topology simulated = subset > 0 ? scenario_topology(sc, subset, subset) : topo;
     // One world per run, its ranks made once for every size; the simulator
     // measures each size in one deterministic run of its own.
     const std::unique_ptr<World> world =
@@ -78,7 +84,8 @@ std::vector<ResultRow> execute_plan(
       throw_if_cancelled();
       req.count = bytes / dtype_size(sc.dtype);
       const Measurement m = world ? measure(*world, scheme, req)
-                                  : measure_simulated(scheme, req, topo);
+                                  : measure_simulated(scheme, req, simulated,
+                                                      subset > 0 ? endpoints : 0);
       ResultRow row = result_row(sc, run, req.count, m, topo);
       on_row(run, row);
       rows.push_back(std::move(row));

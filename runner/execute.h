@@ -28,7 +28,10 @@ struct ResultRow {
   double model_time = 0;  // Scheme::model_time: the alpha-beta prediction, seconds
   std::size_t wrong = 0;
   bool checked = true;            // false: nothing was checked, `wrong` is empty
-  std::string source = "measured";  // or "simulated" (virtual time)
+  // "measured", "simulated" (virtual time), or "simulated-subset": `subset`
+  // ranks simulated, standing for all `endpoints` (runner/simulate.h).
+  std::string source = "measured";
+  int subset = 0;
   std::string chose;                // auto: the scheme it ran at this size
   std::string sweep;                // the sweep point ("ps.servers=2"), if any
   // Link bytes sent by all endpoints / (summed egress capacity x time);

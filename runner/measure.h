@@ -47,6 +47,9 @@ struct Measurement {
   bool checked = true;
   // Real transports measure; the simulator's time is virtual.
   bool simulated = false;
+  // The endpoints the simulator ran when it ran a symmetric subset of them
+  // (runner/simulate.h); 0: all of them.
+  int subset = 0;
   // Link traffic of each endpoint in the last timed iteration.
   std::vector<Traffic> traffic;
 

@@ -5,7 +5,7 @@
 namespace gradex {
 
 Measurement measure_simulated(Scheme& scheme, const MeasureRequest& request,
-                              const Topology& topology) {
+                              const Topology& topology, int represents) {
   sim::SimRequest sim;
   sim.collective = request.collective;
   sim.count = request.count;
@@ -14,12 +14,14 @@ Measurement measure_simulated(Scheme& scheme, const MeasureRequest& request,
   sim.topology = topology;
   sim.phantom = true;
   sim.straggler_ms = request.straggler_ms;
+  sim.represents = represents;
   const sim::SimResult r = sim::simulate_allreduce(scheme, sim);
   Measurement m;
   m.checked = false;  // phantom buffers
   m.simulated = true;
   m.seconds = {r.seconds};
   m.traffic = r.traffic;
+  if (represents > 0) m.subset = topology.endpoints();
   return m;
 }
 

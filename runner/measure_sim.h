@@ -11,7 +11,9 @@
 
 namespace gradex {
 
+// `topology` is what is simulated: every endpoint, or a symmetric subset of
+// them standing for all `represents` (runner/simulate.h; 0: no subset).
 Measurement measure_simulated(Scheme& scheme, const MeasureRequest& request,
-                              const Topology& topology);
+                              const Topology& topology, int represents);
 
 }  // namespace gradex

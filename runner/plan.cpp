@@ -83,6 +83,62 @@ void check_device(const Scenario& s) {
   }
 }
 
+// "symmetric_subset" applies to the simulator's benchmark, on a run with
+// no straggler (one late rank is not a shifted copy of the others).
+void check_subset_applies(const Scenario& s) {
+  const std::string field = "/symmetric_subset";
+  if (s.symmetric_subset == 0) return;
+  if (s.transport != "sim") {
+    throw ConfigError(field, "applies to the simulator only (\"transport\": \"sim\", or gradex "
+                             "simulate): real ranks all run");
+  }
+  if (s.training) throw ConfigError(field, "applies to the benchmark, not to a train workload");
+  if (s.straggler_ms > 0) {
+    throw ConfigError(field, "needs every rank to do the same: a straggler (straggler_ms) is "
+                             "one rank that does not");
+  }
+}
+
+// A subset stands for the whole exactly when (runner/simulate.h) the
+// scheme is symmetric, the network repeats with a period dividing the
+// subset, the subset divides the workers, and every block is the same size.
+void check_symmetric_subset(const std::vector<PlannedRun>& runs, const Scenario& s) {
+  const int subset = s.symmetric_subset;
+  if (subset == 0) return;
+  const std::string field = "/symmetric_subset";
+  const std::string ranks = std::to_string(subset) + " ranks";
+  // Whole nodes, and whole leaves under a spine.
+  const int period = s.ranks_per_node * std::max(1, s.network.nodes_per_leaf);
+  if (subset % period != 0) {
+    throw ConfigError(field, ranks + " are not a whole number of the network's repeating unit (" +
+                                 std::to_string(period) + " ranks: ranks_per_node x the spine's "
+                                 "nodes_per_leaf)");
+  }
+  for (const PlannedRun& run : runs) {
+    if (!run.instance->symmetric(s.collective)) {
+      throw ConfigError(field, "'" + run.scheme + "' does not run one schedule on every rank "
+                               "shifted by rank, so a subset cannot stand for it (the ring's "
+                               "all-reduce, reduce-scatter and all-gather do): name the schemes");
+    }
+    const std::size_t workers = static_cast<std::size_t>(run.workers);
+    if (workers % static_cast<std::size_t>(subset) != 0) {
+      throw ConfigError(field, ranks + " do not divide " + std::to_string(run.workers) +
+                                   " workers");
+    }
+    const std::size_t per_slice = s.slice_bytes / dtype_size(s.dtype);
+    for (std::size_t bytes : s.sizes) {
+      const std::size_t count = bytes / dtype_size(s.dtype);
+      if (count % workers != 0 || (per_slice > 0 && per_slice % workers != 0)) {
+        throw ConfigError(field, "needs blocks of one size: " + format_bytes(static_cast<double>(bytes)) +
+                                     " (" + std::to_string(count) + " elements" +
+                                     (per_slice > 0 ? ", in slices of " + std::to_string(per_slice) : "") +
+                                     ") does not split evenly over " + std::to_string(run.workers) +
+                                     " workers");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 RunPlan plan_runs(Scenario scenario) {
@@ -115,6 +171,7 @@ RunPlan plan_runs(Scenario scenario) {
     }
   }
   if (!scenario.auto_table_path.empty()) load_auto_table(scenario, names);
+  check_subset_applies(scenario);
   // Checked here rather than in the parser: `gradex simulate` moves a
   // scenario onto the simulator.
   if (scenario.network.nodes_per_leaf > 0 && scenario.transport != "sim") {
@@ -199,6 +256,7 @@ RunPlan plan_runs(Scenario scenario) {
                                          std::string(collective_name(scenario.collective)) + "\"");
   }
   check_benchmark_memory(plan.runs, scenario);
+  check_symmetric_subset(plan.runs, scenario);
   plan.scenario = std::move(scenario);
   return plan;
 }

@@ -99,6 +99,9 @@ void print_run_header(std::ostream& out, const PlannedRun& run) {
 
 std::string row_notes(const ResultRow& r) {
   return (r.chose.empty() ? "" : "  (ran " + r.chose + ")") +
+         (r.subset > 0 ? "  (symmetric subset: " + std::to_string(r.subset) + " of " +
+                             std::to_string(r.endpoints) + " ranks simulated)"
+                       : "") +
          std::string(r.traffic_matches ? "" : "  traffic differs from the scheme's model");
 }
 

@@ -25,12 +25,21 @@ struct SimRequest {
   bool phantom = true;
   // The last worker enters this much later (virtual milliseconds).
   double straggler_ms = 0;
+  // A symmetric subset: `topology` holds only some of the ranks and stands
+  // for `represents` of them (a multiple), simulated rank r for every rank
+  // congruent to r: each sends to and receives from the simulated rank
+  // congruent to its peer. Exact when the scheme runs one schedule shifted
+  // by rank (Scheme::symmetric) on a network that repeats itself with a
+  // period dividing the subset, on blocks of equal size; the plan checks
+  // all three (runner/plan.cpp). Phantom buffers only: one rank's values
+  // cannot stand for another's. 0: every rank is simulated.
+  int represents = 0;
 };
 
 struct SimResult {
   double seconds = 0;           // virtual: slowest worker, start to finish
   std::size_t wrong = 0;        // real buffers only
-  std::vector<Traffic> traffic; // per endpoint
+  std::vector<Traffic> traffic; // per endpoint (of all that a subset stands for)
   SimStats stats;
   double wall_seconds = 0;      // what the simulation itself took
 };

@@ -9,8 +9,12 @@
 #include <string>
 
 #include "common/errors.h"
-#include "schemes/registry.h"
+#include "config/scenario.h"
+#include "runner/execute.h"
+#include "runner/plan.h"
+#include "runner/report.h"
 #include "runner/simulate.h"
+#include "schemes/registry.h"
 #include "scheme_options.h"
 #include "transport/sim/world.h"
 
@@ -167,6 +171,113 @@ TEST(SimScale, PhantomGigabyteOn256Ranks) {
   const double want = 2 * (n - 1) * 1e-6 + 2.0 * (n - 1) / n * bytes / (50 * kGB);
   EXPECT_NEAR(r.seconds, want, want * 1e-9);
   EXPECT_EQ(r.traffic[0].bytes_sent, static_cast<std::uint64_t>(2.0 * (n - 1) / n * bytes));
+}
+
+// ---- symmetric subsets -------------------------------------------------------
+
+// Each row of `scenario` simulated on every rank, and the same rows with
+// `subset` ranks standing for all of them.
+std::pair<std::vector<ResultRow>, std::vector<ResultRow>> whole_and_subset(nlohmann::json scenario,
+                                                                           int subset) {
+  scenario["name"] = "subset";
+  scenario["transport"] = "sim";
+  const auto run = [](const nlohmann::json& doc) {
+    return execute_plan(plan_runs(parse_scenario(doc)), [](const PlannedRun&, const ResultRow&) {});
+  };
+  std::vector<ResultRow> whole = run(scenario);
+  scenario["symmetric_subset"] = subset;
+  return {std::move(whole), run(scenario)};
+}
+
+// On networks that repeat themselves, the ring's ranks are shifted copies
+// of each other, so a few of them, their peers wrapped round, give every
+// rank's time and traffic: flat InfiniBand with its protocols, nodes of 8
+// GPUs with a NIC each, nodes sharing a NIC under a 4:1 leaf/spine tier,
+// and a sliced all-reduce; each collective the ring runs symmetrically.
+TEST(SymmetricSubset, StandsForEveryRankExactly) {
+  struct Case {
+    const char* network;
+    int subset;
+  };
+  const Case cases[] = {
+      {R"({"workers": 48, "network": {"inter_node": "ib_hdr_200g"}})", 6},
+      {R"({"workers": 32, "network": {"node": "dgx_a100"}})", 16},
+      {R"({"workers": 64, "ranks_per_node": 2, "network": {"inter_node": "ib_hdr_200g",
+           "intra_node": "a100_nvlink", "nic_per_node": true,
+           "spine": {"nodes_per_leaf": 4, "oversubscription": 4}}})", 16},
+      {R"({"workers": 32, "slice_bytes": "256KiB", "network": {"inter_node": "ib_ndr_400g"}})", 4},
+  };
+  for (const Case& c : cases) {
+    for (const char* collective : {"all_reduce", "reduce_scatter", "all_gather"}) {
+      nlohmann::json doc = nlohmann::json::parse(c.network);
+      if (doc.contains("slice_bytes") && std::string(collective) != "all_reduce") continue;
+      doc["schemes"] = {"ring"};
+      doc["collective"] = collective;
+      doc["segment_bytes"] = "64KiB";
+      doc["sizes"] = {"3MiB", "24MiB"};  // blocks of one or several segments
+      const auto [whole, subset] = whole_and_subset(doc, c.subset);
+      ASSERT_EQ(whole.size(), subset.size());
+      for (std::size_t i = 0; i < whole.size(); ++i) {
+        SCOPED_TRACE(std::string(c.network) + " " + collective + " " + std::to_string(whole[i].bytes));
+        EXPECT_EQ(whole[i].source, "simulated");
+        EXPECT_EQ(subset[i].source, "simulated-subset");
+        EXPECT_EQ(subset[i].subset, c.subset);
+        EXPECT_NEAR(subset[i].time, whole[i].time, whole[i].time * 1e-12);
+        EXPECT_GT(subset[i].time, 0);
+        EXPECT_EQ(subset[i].link_bytes, whole[i].link_bytes);
+        EXPECT_EQ(subset[i].traffic, whole[i].traffic);
+        EXPECT_TRUE(subset[i].traffic_matches);
+        EXPECT_EQ(subset[i].model_time, whole[i].model_time);
+        EXPECT_NE(row_notes(subset[i]).find("symmetric subset: " + std::to_string(c.subset) +
+                                            " of " + std::to_string(whole[i].workers)),
+                  std::string::npos);
+      }
+    }
+  }
+}
+
+// Wherever a subset would not be exact, or does not apply, the plan
+// refuses it by name before anything runs.
+TEST(SymmetricSubset, IsRefusedWhereItWouldNotBeExact) {
+  const nlohmann::json base = nlohmann::json::parse(R"({"name": "x", "workers": [16],
+      "schemes": ["ring"], "sizes": ["64KiB"], "transport": "sim", "symmetric_subset": 4,
+      "network": {"inter_node": "ib_hdr_200g"}})");
+  struct Case {
+    nlohmann::json patch;
+    const char* says;
+  };
+  const Case cases[] = {
+      {{{"transport", "inproc"}}, "applies to the simulator only"},
+      {{{"schemes", {"ring", "tree"}}}, "'tree' does not run one schedule on every rank"},
+      {{{"schemes", "all"}}, "does not run one schedule on every rank"},
+      {{{"collective", "broadcast"}}, "'ring' does not run one schedule"},
+      {{{"workers", {16, 18}}}, "4 ranks do not divide 18 workers"},
+      {{{"ranks_per_node", 8}}, "not a whole number of the network's repeating unit (8 ranks"},
+      {{{"sizes", {1000}}}, "1000 B (250 elements) does not split evenly over 16 workers"},
+      {{{"straggler_ms", 1}}, "a straggler"},
+      {{{"symmetric_subset", 1}}, "must be between 2"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json doc = base;
+    doc.merge_patch(c.patch);
+    SCOPED_TRACE(doc.dump());
+    try {
+      plan_runs(parse_scenario(doc));
+      ADD_FAILURE() << "expected a ConfigError";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.field(), "/symmetric_subset");
+      EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << e.what();
+    }
+  }
+  try {
+    plan_runs(parse_scenario(nlohmann::json::parse(R"({"name": "t", "workers": 4,
+        "transport": "sim", "symmetric_subset": 2, "workload": {"kind": "train",
+        "model": "resnet50", "max_steps": 1}})")));
+    ADD_FAILURE() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "/symmetric_subset");
+    EXPECT_NE(std::string(e.what()).find("not to a train workload"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -137,6 +137,28 @@ TEST(SimulateCommand, TrainsATrainingScenarioAndQuietDropsTheLinePerSize) {
   fs::remove_all(dir);
 }
 
+// --symmetric-subset: the table says which rows a subset stood for, and a
+// command whose ranks are real refuses the flag by name.
+TEST(SimulateCommand, SymmetricSubsetIsSaidAndRefusedOffTheSimulator) {
+  const fs::path dir = fs::temp_directory_path() / ("gradex_subset_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto [code, out] = simulate(dir, "-n 64 -s ring -b 1MiB --link ib_hdr_200g --no-output "
+                                   "--symmetric-subset 8");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("(symmetric subset: 8 of 64 ranks simulated)"), std::string::npos) << out;
+  std::tie(code, out) = simulate(dir, "-n 64 -s ring,tree -b 1MiB --no-output --symmetric-subset 8");
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("--symmetric-subset: 'tree' does not run one schedule"), std::string::npos) << out;
+  const std::string cmd = std::string(GRADEX_BINARY) + " run -n 4 -s ring -b 1KiB --no-output "
+                          "--symmetric-subset 2 > " + (dir / "stdout").string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  out = slurp(dir / "stdout");
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << out;
+  EXPECT_NE(out.find("--symmetric-subset: applies to the simulator only"), std::string::npos) << out;
+  fs::remove_all(dir);
+}
+
 TEST(SimulateCommand, BadServersFlagIsBadInput) {
   const std::string cmd = std::string(GRADEX_BINARY) + " simulate " + GRADEX_SOURCE_DIR +
                           "/scenarios/quickstart.json --servers 0 > /dev/null 2>&1";
