@@ -144,6 +144,10 @@ struct RingSlices {
   }
 };
 
+// Over its n-1 steps a rank sends every block but one, first_send + 1 (the
+// block it would send at step n-1), and receives every block but its
+// first_send: counted in closed form, so that checking every rank of a
+// large ring costs O(n), not O(n^2).
 Traffic ring_phase_traffic(int r, int n, std::size_t count, DType dtype,
                            std::size_t segment_bytes, bool reduce) {
   Traffic t;
@@ -151,14 +155,17 @@ Traffic ring_phase_traffic(int r, int n, std::size_t count, DType dtype,
   const BlockSplit split{count, static_cast<std::size_t>(n)};
   const Segmentation seg(split.size(0), segment_bytes, dtype);
   const long long first_send = reduce ? r - 1 : r;
-  for (int s = 0; s < n - 1; ++s) {
-    const std::size_t out = split.size(wrap(first_send - s, n));
-    const std::size_t in = split.size(wrap(first_send - s - 1, n));
-    t.bytes_sent += out * dtype_size(dtype);
-    t.messages_sent += seg.nonempty(out);
-    t.bytes_received += in * dtype_size(dtype);
-    t.messages_received += seg.nonempty(in);
-  }
+  // Blocks take two sizes: count % n of one element more.
+  const std::size_t longer = count % static_cast<std::size_t>(n);
+  const std::size_t all_messages =
+      longer * seg.nonempty(split.size(0)) +
+      (static_cast<std::size_t>(n) - longer) * seg.nonempty(count / static_cast<std::size_t>(n));
+  const std::size_t unsent = split.size(wrap(first_send + 1, n));
+  const std::size_t unreceived = split.size(wrap(first_send, n));
+  t.bytes_sent = (count - unsent) * dtype_size(dtype);
+  t.messages_sent = all_messages - seg.nonempty(unsent);
+  t.bytes_received = (count - unreceived) * dtype_size(dtype);
+  t.messages_received = all_messages - seg.nonempty(unreceived);
   return t;
 }
 
