@@ -163,6 +163,7 @@ std::optional<nlohmann::json> document_with_fields(const ScenarioFlags& flags,
 // flag that set the field, or the file's JSON pointer.
 [[noreturn]] void throw_named(const ScenarioFlags& flags, const std::vector<FieldWrite>& writes,
                               const std::string& field, const std::string& reason) {
+  if (!flags.schemes.empty() && field.rfind("/schemes", 0) == 0) throw ConfigError("--schemes", reason);
   for (const FieldWrite& w : writes) {
     if (field.rfind(w.pointer.to_string(), 0) == 0) throw ConfigError(w.flag, reason);
   }

@@ -208,9 +208,11 @@ RunPlan plan_runs(Scenario scenario) {
       run.scheme = name;
       run.summary = entry.summary;
       run.workers = workers;
+      const std::string field = "/schemes/" + std::to_string(i);
       try {
-        run.instance = entry.make(scheme_options(scenario, workers));
+        run.instance = make_scheme(name, scheme_options(scenario, workers), field);
       } catch (const ConfigError& e) {
+        if (e.field() == field) throw;  // the name itself: "ps@64KiB"
         throw ConfigError("/" + e.field(),
                           "with " + std::to_string(workers) + " workers, scheme '" + name +
                               "': " + e.reason());

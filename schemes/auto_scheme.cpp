@@ -10,18 +10,6 @@
 
 namespace gradex {
 
-namespace {
-
-// "256KiB", "4MiB": a segment size in a label.
-std::string segment_label(std::size_t bytes) {
-  constexpr std::size_t kKiB = 1024, kMiB = kKiB * 1024;
-  if (bytes % kMiB == 0) return std::to_string(bytes / kMiB) + "MiB";
-  if (bytes % kKiB == 0) return std::to_string(bytes / kKiB) + "KiB";
-  return std::to_string(bytes) + "B";
-}
-
-}  // namespace
-
 AutoScheme::AutoScheme(SchemeOptions options) : Scheme(options), agree_(options) {
   std::vector<Candidate> other_segments;
   for (const SchemeEntry& e : scheme_registry()) {
@@ -34,15 +22,14 @@ AutoScheme::AutoScheme(SchemeOptions options) : Scheme(options), agree_(options)
     }
     if (s->endpoints() != options.workers) continue;
     const bool segmented = s->segmented();
-    candidates_.push_back({e.name, std::move(s), true});
+    candidates_.push_back({e.name, e.name, std::move(s)});
     for (std::size_t segment : kSegmentSizes) {
       if (!segmented || segment == options.segment_bytes) continue;
-      SchemeOptions at = options;
-      at.segment_bytes = segment;
-      other_segments.push_back({e.name + "@" + segment_label(segment), e.make(at), false});
+      const std::string label = scheme_label(e.name, segment);
+      other_segments.push_back({label, e.name, make_scheme(label, options)});
     }
   }
-  // The measured and tunable ones first, in registry order.
+  // Those at the options' own segment size first, in registry order.
   for (Candidate& c : other_segments) candidates_.push_back(std::move(c));
   GRADEX_ENFORCE(!candidates_.empty(), "auto: no scheme runs on ", options.workers, " workers");
   if (options.tuned) check_table(*options.tuned);
@@ -64,38 +51,33 @@ void AutoScheme::check_table(const TunedTable& table) const {
   }
 }
 
-std::size_t AutoScheme::index_of(const std::string& name) const {
+std::size_t AutoScheme::index_of(const std::string& label) const {
+  // By scheme and segment, however the size is written ("tree@65536" is
+  // "tree@64KiB"; "tree@1MiB" is "tree" when the options' segment is 1 MiB).
+  const SchemeLabel wanted = parse_scheme_label(label, "auto/table");
   for (std::size_t i = 0; i < candidates_.size(); ++i) {
-    if (candidates_[i].own_segment && candidates_[i].name == name) return i;
+    const Candidate& c = candidates_[i];
+    if (c.name != wanted.name || (wanted.segment_bytes > 0 && !c.scheme->segmented())) continue;
+    const std::size_t segment = c.scheme->options().segment_bytes;
+    if (wanted.segment_bytes == 0 ? c.label == c.name : segment == wanted.segment_bytes) return i;
   }
   return candidates_.size();
 }
 
 std::vector<std::string> AutoScheme::candidates() const {
-  std::vector<std::string> names;
-  for (const Candidate& c : candidates_) {
-    if (c.own_segment) names.push_back(c.name);
-  }
-  return names;
+  std::vector<std::string> labels;
+  for (const Candidate& c : candidates_) labels.push_back(c.label);
+  return labels;
 }
 
-std::vector<std::string> AutoScheme::modelled_candidates() const {
-  std::vector<std::string> names;
-  for (const Candidate& c : candidates_) names.push_back(c.name);
-  return names;
-}
-
-std::pair<std::string, SchemeOptions> AutoScheme::parse_label(const std::string& label,
-                                                              SchemeOptions options) {
-  const std::size_t at = label.find('@');
-  if (at == std::string::npos) return {label, options};
-  for (std::size_t segment : kSegmentSizes) {
-    if (label.substr(at + 1) == segment_label(segment)) {
-      options.segment_bytes = segment;
-      return {label.substr(0, at), options};
-    }
+bool AutoScheme::same_cut_as_earlier(std::size_t i, std::size_t bytes) const {
+  const Candidate& c = candidates_[i];
+  if (!c.scheme->segmented() || c.scheme->options().segment_bytes < bytes) return false;
+  for (std::size_t j = 0; j < i; ++j) {
+    const Candidate& earlier = candidates_[j];
+    if (earlier.name == c.name && earlier.scheme->options().segment_bytes >= bytes) return true;
   }
-  throw ConfigError("auto", "'" + label + "' is not a segment size auto tries");
+  return false;
 }
 
 std::size_t AutoScheme::known(std::size_t bytes) const {
@@ -124,14 +106,12 @@ std::size_t AutoScheme::by_measuring(Comm& comm, Tensor data, ReduceOp op) {
   // untouched until the chosen one runs on it.
   std::vector<std::byte> copy(data.bytes());
   const Tensor scratch{copy.data(), data.count, data.dtype};
-  // Only the candidates at the options' segment size: trying every size
-  // would multiply the trials for what the model already weighs.
   std::vector<double> best(candidates_.size(), std::numeric_limits<double>::infinity());
   const Traffic counted = comm.traffic();
   const int trials = data.bytes() < kOneTrialBytes ? kTrials : 1;
   for (int trial = 0; trial < trials; ++trial) {
     for (std::size_t i = 0; i < candidates_.size(); ++i) {
-      if (!candidates_[i].own_segment) continue;
+      if (same_cut_as_earlier(i, data.bytes())) continue;
       if (data.bytes() > 0) copy_bytes(copy.data(), data.data, data.bytes());
       comm.barrier();
       const double t0 = comm.clock().now();
@@ -186,7 +166,7 @@ double AutoScheme::model_time(std::size_t bytes, const Topology& topology) const
 
 std::string AutoScheme::chosen_for(std::size_t bytes) const {
   const std::size_t i = known(bytes);
-  return i < candidates_.size() ? candidates_[i].name : std::string();
+  return i < candidates_.size() ? candidates_[i].label : std::string();
 }
 
 }  // namespace gradex

@@ -4,18 +4,21 @@
 //
 // The candidates are every portable scheme that runs on the workers alone
 // (the PS schemes with dedicated endpoints need more endpoints than auto's
-// caller has) and that these options fit. At each new size auto decides,
-// the same way on every rank:
-//   - with a table from `gradex tune` (SchemeOptions::tuned): the scheme it
-//     measured fastest at the nearest tuned size at or below this one;
+// caller has) and that these options fit, and each scheme that pipelines
+// in segments (Scheme::segmented) also at each of kSegmentSizes (labelled
+// "tree@256KiB", as schemes/registry.h names it). At each new size auto
+// decides, the same way on every rank:
+//   - with a table from `gradex tune` (SchemeOptions::tuned): the
+//     candidate it measured fastest at the nearest tuned size at or below
+//     this one;
 //   - on a modelled network (shaped links, the simulator): the candidate
 //     whose cost model (Scheme::model_time, with the calibrated link
-//     protocols) is lowest on that network, a scheme that pipelines in
-//     segments (Scheme::segmented) tried at each of kSegmentSizes as well
-//     as at the scenario's segment size (reported as "tree@256KiB");
+//     protocols) is lowest on that network;
 //   - otherwise (real, unshaped): by measuring. Every candidate runs the
 //     all-reduce on a copy of the input (kTrials times below kOneTrialBytes,
-//     once above, where one run is long enough to trust); each rank's best time
+//     once above, where one run is long enough to trust), except a segment
+//     size that cuts this message as another of the same scheme already
+//     does (both at least the message: one segment); each rank's best time
 //     per candidate is combined with a max-all-reduce, so every rank sees
 //     the same times and takes the same fastest. This happens once per size
 //     (the first call, normally a warm-up iteration), and its traffic is not
@@ -59,27 +62,25 @@ class AutoScheme final : public Scheme {
   std::string chosen_for(std::size_t bytes) const override;
   int scratch_buffers() const override { return 1; }  // the input's copy while measuring
 
-  // The candidates' names, in registry order, at the options' segment
-  // size: what auto measures, and what a tuned table may name.
+  // Every candidate's label: the schemes in registry order at the
+  // options' segment size, then each segmented one at its other segment
+  // sizes ("tree@64KiB"). What auto weighs, measures and `gradex tune`
+  // measures, and what a tuned table may name.
   std::vector<std::string> candidates() const;
-  // Every candidate the model weighs: the above, then each segmented one
-  // at its other segment sizes, labelled "name@size".
-  std::vector<std::string> modelled_candidates() const;
-  // A candidate's label ("tree@256KiB") as the scheme name and the
-  // options it runs with.
-  static std::pair<std::string, SchemeOptions> parse_label(const std::string& label,
-                                                           SchemeOptions options);
 
  private:
   struct Candidate {
-    std::string name;  // the label: the scheme's name, "@size" when not at the options' segment
+    std::string label;  // the scheme's name, "@size" when not at the options' segment
+    std::string name;   // the scheme's name
     std::unique_ptr<Scheme> scheme;
-    bool own_segment = true;  // at options().segment_bytes: measured and tunable
   };
+  // Whether candidate i cuts a message of `bytes` as an earlier candidate
+  // of the same scheme does (both segments hold the whole message).
+  bool same_cut_as_earlier(std::size_t i, std::size_t bytes) const;
   // Throws ConfigError when the table has no choice for these workers or
   // names a scheme that is not a candidate here.
   void check_table(const TunedTable& table) const;
-  std::size_t index_of(const std::string& name) const;  // size() if absent
+  std::size_t index_of(const std::string& label) const;  // size() if absent
   std::size_t by_model(std::size_t bytes, const Topology& topology) const;
   std::size_t by_measuring(Comm& comm, Tensor data, ReduceOp op);
   std::size_t choose(Comm& comm, Tensor data, ReduceOp op);

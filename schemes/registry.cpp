@@ -10,6 +10,7 @@
 #include "baselines/nccl_schemes.h"
 #include "common/errors.h"
 #include "common/spelling.h"
+#include "common/units.h"
 #include "ps/parameter_server.h"
 #include "schemes/auto_scheme.h"
 
@@ -37,7 +38,10 @@ std::vector<SchemeEntry> build_registry() {
   r.push_back({"hierarchical",
                "intra-node ring reduce-scatter, inter-node all-reduce, intra-node ring all-gather",
                [](const SchemeOptions& o) {
-                 return std::make_unique<HierarchicalScheme>(o, make_scheme);
+                 return std::make_unique<HierarchicalScheme>(
+                     o, [](std::string_view name, const SchemeOptions& inner) {
+                       return make_scheme(name, inner);
+                     });
                }});
   r.push_back({"ps", "parameter server on dedicated endpoints: shards pushed, summed, pulled",
                [](SchemeOptions o) {
@@ -113,7 +117,28 @@ std::vector<std::string> portable_scheme_names() {
   return names;
 }
 
-const SchemeEntry& find_scheme(std::string_view name, const std::string& field) {
+SchemeLabel parse_scheme_label(std::string_view label, const std::string& field) {
+  const std::size_t at = label.find('@');
+  SchemeLabel parsed{std::string(label.substr(0, at)), 0};
+  if (at != std::string_view::npos) {
+    parsed.segment_bytes = parse_bytes(label.substr(at + 1), field);
+    if (parsed.segment_bytes == 0) {
+      throw ConfigError(field, "'" + std::string(label) + "': a segment is at least 1 byte");
+    }
+  }
+  return parsed;
+}
+
+std::string scheme_label(const std::string& name, std::size_t segment_bytes) {
+  constexpr std::size_t kKiB = 1024, kMiB = kKiB * 1024;
+  const std::string size = segment_bytes % kMiB == 0   ? std::to_string(segment_bytes / kMiB) + "MiB"
+                           : segment_bytes % kKiB == 0 ? std::to_string(segment_bytes / kKiB) + "KiB"
+                                                       : std::to_string(segment_bytes) + "B";
+  return name + "@" + size;
+}
+
+const SchemeEntry& find_scheme(std::string_view label, const std::string& field) {
+  const std::string name = parse_scheme_label(label, field).name;
   std::string known;
   std::vector<std::string> names;
   for (const SchemeEntry& e : scheme_registry()) {
@@ -125,8 +150,17 @@ const SchemeEntry& find_scheme(std::string_view name, const std::string& field) 
                                " (known: " + known + ")");
 }
 
-std::unique_ptr<Scheme> make_scheme(std::string_view name, const SchemeOptions& options) {
-  return find_scheme(name).make(options);
+std::unique_ptr<Scheme> make_scheme(std::string_view label, const SchemeOptions& options,
+                                    const std::string& field) {
+  const SchemeLabel parsed = parse_scheme_label(label, field);
+  SchemeOptions at = options;
+  if (parsed.segment_bytes > 0) at.segment_bytes = parsed.segment_bytes;
+  std::unique_ptr<Scheme> scheme = find_scheme(parsed.name, field).make(at);
+  if (parsed.segment_bytes > 0 && !scheme->segmented()) {
+    throw ConfigError(field, "'" + std::string(label) + "': " + parsed.name +
+                                 " does not pipeline in segments, so it takes no @size");
+  }
+  return scheme;
 }
 
 }  // namespace gradex

@@ -34,11 +34,28 @@ struct SchemeEntry {
 };
 
 const std::vector<SchemeEntry>& scheme_registry();
+
+// A scheme as lists of schemes name it (a scenario's "schemes", -s, a
+// tuned table, auto's choices): a registered name, or "name@SIZE" for a
+// scheme that pipelines in segments (Scheme::segmented) run with segments
+// of SIZE instead of the scenario's segment_bytes: "tree@64KiB".
+struct SchemeLabel {
+  std::string name;
+  std::size_t segment_bytes = 0;  // 0: the options' own
+};
+// Throws ConfigError naming `field` on an unknown name or a bad size.
+SchemeLabel parse_scheme_label(std::string_view label, const std::string& field = "scheme");
+// The label of `name` at segments of `segment_bytes` ("tree@64KiB").
+std::string scheme_label(const std::string& name, std::size_t segment_bytes);
 // The schemes that run on any Comm, in registry order: what the tests and
 // the benchmarks iterate (the baselines need their library's environment).
 std::vector<std::string> portable_scheme_names();
-// Throws ConfigError naming `field` and listing the known names.
-const SchemeEntry& find_scheme(std::string_view name, const std::string& field = "scheme");
-std::unique_ptr<Scheme> make_scheme(std::string_view name, const SchemeOptions& options);
+// The entry of a label's scheme. Throws ConfigError naming `field` and
+// listing the known names.
+const SchemeEntry& find_scheme(std::string_view label, const std::string& field = "scheme");
+// The scheme a label names, at its segment size if it gives one; throws
+// ConfigError naming `field` if that scheme does not pipeline in segments.
+std::unique_ptr<Scheme> make_scheme(std::string_view label, const SchemeOptions& options,
+                                    const std::string& field = "scheme");
 
 }  // namespace gradex

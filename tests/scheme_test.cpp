@@ -6,7 +6,10 @@
 #include <string>
 #include <tuple>
 
+#include "common/errors.h"
+#include "common/tuned_table.h"
 #include "runner/measure.h"
+#include "schemes/auto_scheme.h"
 #include "schemes/registry.h"
 #include "scheme_options.h"
 
@@ -170,6 +173,70 @@ TEST(SlicedRing, MovesTheSameBytesInMoreMessages) {
     EXPECT_EQ(ta.bytes_received, tb.bytes_received);
     EXPECT_GT(tb.messages_sent, ta.messages_sent);
   }
+}
+
+// ---- labels: a segmented scheme at a segment size of its own -------------------
+
+// "tree@64KiB" is the tree cut in 64 KiB segments: the same sums, in the
+// messages that segment size makes; a scheme that does not pipeline, a
+// size of nothing, or an unknown name is refused, naming the field.
+TEST(SchemeLabel, RunsASegmentedSchemeAtTheSegmentItNames) {
+  const SchemeLabel parsed = parse_scheme_label("ring@256KiB");
+  EXPECT_EQ(parsed.name, "ring");
+  EXPECT_EQ(parsed.segment_bytes, std::size_t{256} << 10);
+  EXPECT_EQ(parse_scheme_label("ps").segment_bytes, 0u);
+  EXPECT_EQ(scheme_label("tree", std::size_t{64} << 10), "tree@64KiB");
+  EXPECT_EQ(scheme_label("tree", std::size_t{4} << 20), "tree@4MiB");
+  EXPECT_EQ(scheme_label("tree", 1000), "tree@1000B");
+  const std::size_t count = std::size_t{1} << 18;  // 1 MiB of f32
+  auto cut = make_scheme("tree@16KiB", options_for(4));  // the options' own: 64 KiB
+  EXPECT_EQ(cut->options().segment_bytes, std::size_t{16} << 10);
+  const Measurement m = run(*cut, count, DType::f32, ReduceOp::sum);
+  EXPECT_EQ(m.wrong, 0u);
+  auto whole = make_scheme("tree", options_for(4));
+  for (int e = 0; e < 4; ++e) {
+    EXPECT_EQ(m.traffic[e], cut->expected_traffic(e, count, DType::f32));
+    EXPECT_GT(m.traffic[e].messages_sent, whole->expected_traffic(e, count, DType::f32).messages_sent);
+  }
+  for (const auto& [label, says] : std::vector<std::pair<std::string, std::string>>{
+           {"ps@64KiB", "ps does not pipeline in segments"},
+           {"tree@0", "a segment is at least 1 byte"},
+           {"tree@lots", "lots"},
+           {"trie@64KiB", "unknown scheme 'trie'"}}) {
+    try {
+      make_scheme(label, options_for(4), "/schemes/1");
+      ADD_FAILURE() << label;
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.field(), "/schemes/1") << label;
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  }
+}
+
+// A table from `gradex tune` may name a segment size however it is
+// written; auto runs that candidate (and "tree@64KiB" at the options' own
+// 64 KiB is plain "tree").
+TEST(Auto, ATunedTableMayNameASegmentSize) {
+  for (const auto& [named, runs] : std::vector<std::pair<std::string, std::string>>{
+           {"tree@256KiB", "tree@256KiB"}, {"tree@262144", "tree@256KiB"}, {"tree@64KiB", "tree"}}) {
+    SchemeOptions o = options_for(4);
+    auto table = std::make_shared<TunedTable>();
+    table->transport = "inproc";
+    table->choices = {{4, 4096, named}};
+    o.tuned = table;
+    auto chooser = make_scheme("auto", o);
+    const std::size_t count = std::size_t{1} << 18;
+    const Measurement m = run(*chooser, count, DType::f32, ReduceOp::sum);
+    EXPECT_EQ(m.wrong, 0u);
+    EXPECT_EQ(chooser->chosen_for(count * 4), runs) << named;
+    auto same = make_scheme(runs, options_for(4));
+    EXPECT_EQ(m.traffic[1], same->expected_traffic(1, count, DType::f32)) << named;
+  }
+  SchemeOptions o = options_for(4);
+  auto table = std::make_shared<TunedTable>();
+  table->choices = {{4, 4096, "halving_doubling@64KiB"}};
+  o.tuned = table;
+  EXPECT_THROW(make_scheme("auto", o), ConfigError) << "halving-doubling does not pipeline";
 }
 
 }  // namespace

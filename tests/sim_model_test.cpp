@@ -412,12 +412,8 @@ TEST(Auto, OnAModelledNetworkRunsTheCandidateTheModelFindsFastest) {
     const double t = simulate_allreduce(*chooser, req).seconds;
     std::string fastest;
     double best = 1e300;
-    const auto make = [&](const std::string& label) {
-      const auto [name, options] = AutoScheme::parse_label(label, o);
-      return make_scheme(name, options);
-    };
-    for (const std::string& label :
-         dynamic_cast<const AutoScheme&>(*chooser).modelled_candidates()) {
+    const auto make = [&](const std::string& label) { return make_scheme(label, o); };
+    for (const std::string& label : candidates) {
       const double m = make(label)->model_time(bytes, topology);
       if (m < best) {
         best = m;
@@ -445,7 +441,7 @@ TEST(Auto, PicksTheSegmentSizeTheModelFindsFastest) {
       Topology::grouped(48, 1, 0, {}, find_link_preset("ib_hdr_200g", "test"));
   auto chooser = make_scheme("auto", o);
   const auto& chooser_auto = dynamic_cast<const AutoScheme&>(*chooser);
-  const auto labels = chooser_auto.modelled_candidates();
+  const auto labels = chooser_auto.candidates();
   EXPECT_NE(std::find(labels.begin(), labels.end(), "tree@64KiB"), labels.end());
   EXPECT_EQ(std::find(labels.begin(), labels.end(), "halving_doubling@64KiB"), labels.end())
       << "halving-doubling does not pipeline";
@@ -456,10 +452,10 @@ TEST(Auto, PicksTheSegmentSizeTheModelFindsFastest) {
   const double t = simulate_allreduce(*chooser, req).seconds;
   const std::string label = chooser->chosen_for(bytes);
   ASSERT_NE(label.find('@'), std::string::npos) << label;
-  const std::string name = AutoScheme::parse_label(label, o).first;
-  for (const std::string& own : chooser_auto.candidates()) {
+  const std::string name = parse_scheme_label(label).name;
+  for (const std::string& other : labels) {
     EXPECT_LE(chooser->model_time(bytes, topology),
-              make_scheme(own, o)->model_time(bytes, topology)) << own;
+              make_scheme(other, o)->model_time(bytes, topology)) << other;
   }
   EXPECT_LT(t, 0.8 * simulate_allreduce(*make_scheme(name, o), req).seconds) << label;
 }

@@ -150,6 +150,10 @@ TEST(SimulateCommand, SymmetricSubsetIsSaidAndRefusedOffTheSimulator) {
   std::tie(code, out) = simulate(dir, "-n 64 -s ring,tree -b 1MiB --no-output --symmetric-subset 8");
   EXPECT_EQ(code, 2) << out;
   EXPECT_NE(out.find("--symmetric-subset: 'tree' does not run one schedule"), std::string::npos) << out;
+  // A segment size of its own is a scheme's to take only if it pipelines.
+  std::tie(code, out) = simulate(dir, "-n 4 -s tree@16KiB,ps@64KiB -b 1MiB --no-output");
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("--schemes: 'ps@64KiB': ps does not pipeline in segments"), std::string::npos) << out;
   const std::string cmd = std::string(GRADEX_BINARY) + " run -n 4 -s ring -b 1KiB --no-output "
                           "--symmetric-subset 2 > " + (dir / "stdout").string() + " 2>&1";
   const int status = std::system(cmd.c_str());
