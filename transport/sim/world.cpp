@@ -128,6 +128,22 @@ struct RankState {
 
 class SimComm;
 
+// A connection's key, src * size + dst, mixed (splitmix64's finaliser)
+// before it picks a bucket. The standard hash of an integer is the integer,
+// and a ring's keys, r (n + 1) + 1, all fell into one bucket whenever the
+// table had n + 1 buckets (a prime such as 257): every send then walked
+// every connection, 28% of a 256-rank ring's instructions.
+struct MixedKey {
+  std::size_t operator()(std::uint64_t key) const {
+    key ^= key >> 30;
+    key *= 0xbf58476d1ce4e5b9ULL;
+    key ^= key >> 27;
+    key *= 0x94d049bb133111ebULL;
+    key ^= key >> 31;
+    return static_cast<std::size_t>(key);
+  }
+};
+
 }  // namespace
 
 struct SimWorld::Impl {
@@ -147,7 +163,7 @@ struct SimWorld::Impl {
   // share a port max-min fairly. Lines are kept once made (a pair that
   // talked once usually talks again), keyed by src * size + dst; the map's
   // elements do not move, so messages point at theirs.
-  std::unordered_map<std::uint64_t, Line> lines;
+  std::unordered_map<std::uint64_t, Line, MixedKey> lines;
   // Every message ever made (a deque: they never move), and those free
   // for reuse: a message costs no allocation once the pool is warm.
   std::deque<Message> message_pool;
