@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "common/errors.h"
 #include "config/scenario.h"
@@ -16,6 +19,7 @@
 #include "runner/simulate.h"
 #include "schemes/registry.h"
 #include "scheme_options.h"
+#include "transport/sim/event_queue.h"
 #include "transport/sim/world.h"
 
 namespace gradex::sim {
@@ -131,6 +135,47 @@ TEST(SimNetwork, SleepUntilAdvancesVirtualTime) {
     EXPECT_EQ(c.clock().now(), c.rank() + 1.5);
   });
   EXPECT_EQ(world.now(), 2.5);
+}
+
+// The event queue pops by time, then by posting order, exactly as an
+// ordered set would: many events at one instant (a step of every rank),
+// times that differ in their last bits, and pushes while an instant is
+// being popped. An event before the current time is a bug, refused.
+TEST(SimEventQueue, PopsInTimeThenPostingOrder) {
+  struct E {
+    double time;
+    std::uint64_t seq;
+  };
+  EventQueue<E> queue;
+  std::set<std::pair<double, std::uint64_t>> reference;
+  std::mt19937_64 rng(7);
+  double now = 0;
+  std::uint64_t seq = 0;
+  for (int step = 0; step < 50'000; ++step) {
+    if (reference.empty() || rng() % 3 != 0) {
+      const std::uint64_t kind = rng() % 4;
+      const double t = kind == 0   ? now                                   // this instant
+                       : kind == 1 ? std::nextafter(now + 1e-6, 1.0)       // the last bits
+                       : kind == 2 ? now + 1e-6                            // shared by many
+                                   : now + static_cast<double>(rng() % 1000) * 1e-7;
+      queue.push({t, seq});
+      reference.insert({t, seq++});
+    } else {
+      const E e = queue.pop();
+      ASSERT_EQ(std::make_pair(e.time, e.seq), *reference.begin()) << "step " << step;
+      reference.erase(reference.begin());
+      now = e.time;
+    }
+  }
+  while (!reference.empty()) {
+    const E e = queue.pop();
+    ASSERT_EQ(std::make_pair(e.time, e.seq), *reference.begin());
+    reference.erase(reference.begin());
+  }
+  EXPECT_TRUE(queue.empty());
+  queue.push({now + 1, seq++});
+  queue.pop();
+  EXPECT_THROW(queue.push({now, seq++}), InvariantError);
 }
 
 // ---- failures ---------------------------------------------------------------

@@ -12,6 +12,7 @@
 
 #include "common/errors.h"
 #include "transport/matching.h"
+#include "transport/sim/event_queue.h"
 #include "transport/sim/fiber.h"
 #include "transport/sim/network.h"
 
@@ -55,7 +56,7 @@ struct Message {
   Message* next_in_line = nullptr;
 };
 
-// A small trivially copyable event: the heap moves these around a lot.
+// A small trivially copyable event: the queue moves these around a lot.
 struct Event {
   enum Kind : std::uint8_t { flow_done, arrival, wake };
   double time = 0;
@@ -64,54 +65,6 @@ struct Event {
   Message* message = nullptr;  // arrival
   int index = -1;              // flow_done: the flow; wake: the timer's slot
   Kind kind = wake;
-};
-// The earliest event first; (time, seq) is a total order, so the order in
-// which events are processed does not depend on the heap's layout.
-inline bool earlier(const Event& a, const Event& b) {
-  return a.time != b.time ? a.time < b.time : a.seq < b.seq;
-}
-
-// A 4-ary min-heap of events: half the depth of a binary heap, and the four
-// children of a node share a cache line or two.
-class EventHeap {
- public:
-  bool empty() const { return heap_.empty(); }
-  const Event& top() const { return heap_.front(); }
-  void push(const Event& e) {
-    std::size_t i = heap_.size();
-    heap_.push_back(e);
-    while (i > 0) {
-      const std::size_t parent = (i - 1) / kArity;
-      if (!earlier(e, heap_[parent])) break;
-      heap_[i] = heap_[parent];
-      i = parent;
-    }
-    heap_[i] = e;
-  }
-  void pop() {
-    const Event last = heap_.back();
-    heap_.pop_back();
-    const std::size_t n = heap_.size();
-    if (n == 0) return;
-    std::size_t i = 0;
-    while (true) {
-      const std::size_t first = kArity * i + 1;
-      if (first >= n) break;
-      std::size_t best = first;
-      const std::size_t end = std::min(first + kArity, n);
-      for (std::size_t c = first + 1; c < end; ++c) {
-        if (earlier(heap_[c], heap_[best])) best = c;
-      }
-      if (!earlier(heap_[best], last)) break;
-      heap_[i] = heap_[best];
-      i = best;
-    }
-    heap_[i] = last;
-  }
-
- private:
-  static constexpr std::size_t kArity = 4;
-  std::vector<Event> heap_;
 };
 
 struct RankState {
@@ -155,7 +108,7 @@ struct SimWorld::Impl {
   std::vector<RankState> ranks;
   std::vector<std::unique_ptr<Fiber>> fibers;  // of the current run()
   std::deque<int> runnable;
-  EventHeap events;
+  EventQueue<Event> events;  // earliest first, ties in posting order
   std::vector<Message*> message_of_flow;
   // Messages between one pair of endpoints leave one after another, as on
   // one connection (and as the in-process shaper's FIFO ports do): only
@@ -596,8 +549,7 @@ void SimWorld::run(const std::function<void(Comm&)>& body) {
       w.abort(-1, deadlock);
       continue;
     }
-    const Event e = w.events.top();
-    w.events.pop();
+    const Event e = w.events.pop();
     w.now = e.time;
     w.process(e);
   }
