@@ -319,7 +319,6 @@ Command add_train_command(CLI::App& parent) {
                 schemes.push_back(s);
               }
             }
-            check_zero_transport(w.zero, f->transport, "--zero");
             const bool profiled = !w.model.empty();
             if (profiled) {
               w.epochs = 1;  // a profiled run is its --max-steps steps (default 20)

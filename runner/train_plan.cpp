@@ -100,10 +100,9 @@ void run_consistency_on_group(const Scenario& sc, const TrainJob& job, Comm& com
   }
 }
 
-// ZeRO needs reduce_scatter and all_gather of every planned scheme, and
-// stage 3 a real transport, checked before any run starts.
+// ZeRO needs reduce_scatter and all_gather of every planned scheme,
+// checked before any run starts.
 void check_zero_schemes(const RunPlan& plan, const TrainJob& job) {
-  check_zero_transport(job.config().zero, plan.scenario.transport, workload_pointer()("zero"));
   for (const PlannedRun& run : plan.runs) {
     check_zero(job.config().zero, [&](Collective c) { return run.instance->provides(c); },
                run.scheme, workload_pointer()("zero"));

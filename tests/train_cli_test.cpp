@@ -170,7 +170,6 @@ TEST_F(TrainCli, FlagsThatDoNotApplyAreRefused) {
                                        "and all_gather; 'tree' provides no reduce_scatter and all_gather"},
            {"-s ring --zero=3 --bucket-mb 2", "--bucket-mb: does not apply under --zero=3"},
            {"-s ring --zero --unit-mb 2", "--unit-mb: applies under --zero=3 only"},
-           {"-s ring --zero=3 --transport sim", "--zero: ZeRO-3 runs on real transports"},
            {"-s ring --zero=1", "--zero: stage 1 is not run"},
            {"-s ring -s tree --servers 2", "--servers: applies to the ps schemes and --consistency only"},
            {"-s ring --ranks-per-node 2", "--ranks-per-node: applies to hierarchical and to shaped links"}}) {

@@ -32,6 +32,9 @@ double ProfiledModel::train_step(LayerAccess& access, std::span<const std::size_
                                  const std::function<void()>& backward_begins) {
   RankTime& time = pace_ != nullptr ? *pace_ : own_time_;
   if (pace_ == nullptr) own_time_.begin();
+  // Declared from its start: none of the host's time counts, not even
+  // before the first layer (a ZeRO-3 gather posted there starts at once).
+  time.pass_until(0);
   // Forward, first layer first, each layer ending at its own deadline.
   double at = 0;
   for (std::size_t l = 0; l < params_.size(); ++l) {

@@ -1,11 +1,14 @@
 #include "train/rank_time.h"
 
+#include <algorithm>
+
 #include "common/errors.h"
 
 namespace gradex {
 
 double RankTime::begin() {
   declared_ = -1;
+  open_ = true;
   start_ = clock_.now();
   if (is_virtual()) wall_start_ = wall_clock().now();
   return start_;
@@ -24,11 +27,24 @@ void RankTime::pass_until(double seconds) {
 }
 
 void RankTime::exclude(double seconds) {
-  GRADEX_ENFORCE(!is_virtual(), "a virtual clock's stretch has no waits to leave out");
-  start_ += seconds;
+  if (!open_) return;
+  if (is_virtual()) {
+    wall_start_ += seconds;
+  } else {
+    start_ += seconds;
+  }
+}
+
+double RankTime::stall_until(double at) {
+  GRADEX_ENFORCE(is_virtual(), "a wall clock's compute waits in real time");
+  if (!open_) return 0;
+  const double missing = std::max(0.0, at - position());
+  start_ += missing;
+  return missing;
 }
 
 double RankTime::end() {
+  open_ = false;
   const double at = start_ + elapsed();
   if (is_virtual()) clock_.sleep_until(at);
   return is_virtual() ? at : clock_.now();

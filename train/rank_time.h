@@ -33,10 +33,22 @@ class RankTime {
   // Lets the current stretch last until `seconds` after its start (see
   // above); later calls must not go back in time.
   void pass_until(double seconds);
-  // Leaves out of the current stretch `seconds` it spent waiting, not
-  // computing (ZeRO-3's gathers): elapsed() no longer counts them, and
-  // later pass_until() deadlines move by as much. Wall clocks only.
+  // Leaves out of the current stretch `seconds` it spent not computing:
+  // on a wall clock waiting (for ZeRO-3's gathers), so later pass_until()
+  // deadlines move by as much; on a virtual clock wall time this rank's
+  // fiber spent running an exchange (train/reducer.h), which is not compute.
+  // elapsed() no longer counts them. Nothing outside a stretch.
   void exclude(double seconds);
+  // Virtual clocks: the compute cannot go on before `at` on the rank's clock
+  // (it needs a layer gathered by then), so the stretch stands still until
+  // then: it moves later by what is missing, which elapsed() does not count,
+  // and later pass_until() deadlines move by as much. Returns the seconds it
+  // stood still; 0 outside a stretch.
+  double stall_until(double at);
+  // Whether a stretch is open (begun and not ended).
+  bool computing() const { return open_; }
+  // Where the open stretch's compute has got to on the rank's clock.
+  double position() const { return start_ + elapsed(); }
   // Where the current stretch started, on the rank's clock.
   double started() const { return start_; }
   // Ends the stretch and returns its end on the rank's clock: on a virtual
@@ -48,6 +60,7 @@ class RankTime {
   double start_ = 0;       // on clock_
   double wall_start_ = 0;  // on the wall clock (virtual clocks only)
   double declared_ = -1;   // pass_until()'s last time; < 0: none this stretch
+  bool open_ = false;
 };
 
 }  // namespace gradex

@@ -40,8 +40,8 @@ Reducer::Reducer(Comm& comm, GradientExchange& exchange, std::span<float> grads,
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     for (std::size_t p : buckets_[b].params) bucket_of_[p] = b;
   }
-  replaying_ = comm_.clock().is_virtual();
-  if (replaying_) {
+  virtual_ = comm_.clock().is_virtual();
+  if (virtual_) {
     GRADEX_ENFORCE(options_.compute != nullptr, "a Reducer on a virtual clock needs the compute's RankTime");
     return;
   }
@@ -49,7 +49,7 @@ Reducer::Reducer(Comm& comm, GradientExchange& exchange, std::span<float> grads,
 }
 
 Reducer::~Reducer() {
-  if (replaying_) return;
+  if (virtual_) return;
   {
     std::lock_guard lock(mutex_);
     stop_ = true;
@@ -71,18 +71,21 @@ void Reducer::prepare() {
 }
 
 void Reducer::mark_ready(std::size_t param) {
-  std::lock_guard lock(mutex_);
-  std::size_t& pending = pending_.at(bucket_of_.at(param));
-  GRADEX_ENFORCE(pending > 0, "gradient of parameter ", param, " marked ready twice");
-  --pending;
-  if (options_.overlap) launch_ready_locked();
+  {
+    std::lock_guard lock(mutex_);
+    std::size_t& pending = pending_.at(bucket_of_.at(param));
+    GRADEX_ENFORCE(pending > 0, "gradient of parameter ", param, " marked ready twice");
+    --pending;
+    if (options_.overlap) launch_ready_locked();
+  }
+  if (virtual_) run_launched();
 }
 
 void Reducer::launch_ready_locked() {
   while (next_launch_ < buckets_.size() && pending_[next_launch_] == 0) {
     const std::size_t b = next_launch_++;
-    if (replaying_) {
-      launched_.emplace_back(b, options_.compute->elapsed());
+    if (virtual_) {
+      launched_.push_back(b);
     } else {
       enqueue_locked([this, b] { exchange_bucket(b); });
     }
@@ -143,20 +146,25 @@ double Reducer::gather(std::span<float> params) {
   return comm_.clock().now() - t0;
 }
 
-// The step on the virtual clock, which still stands where the compute
-// stretch began: bucket after bucket from its ready time, then the end of
-// the compute if the exchanges finished before it.
-double Reducer::replay() {
-  const RankTime& compute = *options_.compute;
+double Reducer::run_on_timeline(const std::function<void()>& job) {
+  RankTime& compute = *options_.compute;
   Clock& clock = comm_.clock();
-  const double compute_end = compute.started() + compute.elapsed();
-  for (const auto& [b, ready] : launched_) {
-    clock.sleep_until(compute.started() + ready);
-    exchange_bucket(b);
+  // Whatever this fiber does from here is not compute: the sleep lets
+  // other ranks' fibers run, the job moves messages.
+  const double wall0 = wall_clock().now();
+  if (compute.computing()) clock.sleep_until(compute.position());
+  job();
+  compute.exclude(wall_clock().now() - wall0);
+  return clock.now();
+}
+
+void Reducer::run_launched() {
+  std::vector<std::size_t> due;
+  {
+    std::lock_guard lock(mutex_);
+    due.swap(launched_);
   }
-  const double exposed = std::max(0.0, clock.now() - compute_end);
-  clock.sleep_until(compute_end);
-  return exposed;
+  for (std::size_t b : due) run_on_timeline([&] { exchange_bucket(b); });
 }
 
 void Reducer::launch_all_locked() {
@@ -167,12 +175,18 @@ void Reducer::launch_all_locked() {
 }
 
 double Reducer::finish() {
-  if (replaying_) {
+  if (virtual_) {
+    // The compute has ended; the step ends when the last exchange does.
+    const double compute_end = options_.compute->position();
     {
       std::lock_guard lock(mutex_);
       launch_all_locked();
     }
-    return replay();
+    run_launched();
+    Clock& clock = comm_.clock();
+    const double exposed = std::max(0.0, clock.now() - compute_end);
+    clock.sleep_until(compute_end);
+    return exposed;
   }
   const double t0 = comm_.clock().now();
   std::unique_lock lock(mutex_);
@@ -192,28 +206,50 @@ std::vector<std::pair<double, double>> Reducer::bucket_times() const {
 }
 
 void Reducer::run(const std::function<void()>& job) {
-  if (replaying_) return job();
+  if (virtual_) {
+    run_on_timeline(job);
+    return;
+  }
   std::unique_lock lock(mutex_);
   enqueue_locked(job);
   wait_idle(lock);
 }
 
 std::size_t Reducer::post(std::function<void()> job) {
-  if (replaying_) {
-    job();
-    return 0;
+  if (virtual_) {
+    done_at_.push_back(run_on_timeline(job));
+    return submitted_++;
   }
   std::lock_guard lock(mutex_);
   enqueue_locked(std::move(job));
   return submitted_ - 1;
 }
 
-void Reducer::wait(std::size_t ticket) {
-  if (replaying_) return;
-  std::unique_lock lock(mutex_);
-  // Jobs end or throw (their waits time out), so this cannot hang.
-  done_cv_.wait(lock, [&] { return completed_ > ticket || error_; });
-  if (error_) std::rethrow_exception(error_);
+double Reducer::wait(std::size_t ticket) {
+  if (virtual_) {
+    GRADEX_ENFORCE(ticket >= first_done_ && ticket < submitted_, "ticket ", ticket,
+                   " waited for out of order");
+    while (first_done_ < ticket) {
+      done_at_.pop_front();
+      ++first_done_;
+    }
+    const double end = done_at_.front();
+    done_at_.pop_front();
+    ++first_done_;
+    return options_.compute->stall_until(end);
+  }
+  const double t0 = wall_clock().now();
+  {
+    std::unique_lock lock(mutex_);
+    // Jobs end or throw (their waits time out), so this cannot hang.
+    done_cv_.wait(lock, [&] { return completed_ > ticket || error_; });
+    if (error_) std::rethrow_exception(error_);
+  }
+  RankTime* compute = options_.compute;
+  if (compute == nullptr || !compute->computing()) return 0.0;
+  const double waited = wall_clock().now() - t0;
+  compute->exclude(waited);
+  return waited;
 }
 
 void Reducer::enqueue_locked(std::function<void()> job) {

@@ -6,12 +6,16 @@
 // DDP does, so every worker issues the same exchanges in the same order.
 //
 // On a simulator's virtual clock there is no second thread (a rank is one
-// fiber) and backward runs in no virtual time (train/rank_time.h): the
-// Reducer notes how far into the compute each bucket became ready, and
-// finish() replays the step on the virtual clock: each bucket exchanged,
-// in order, no earlier than its ready time, and the step ending no earlier
-// than the compute does. That is the threaded timeline exactly, with the
-// compute's duration measured instead of slept.
+// fiber) and compute runs in no virtual time (train/rank_time.h): the
+// communication thread's timeline is the fiber's clock, the compute's is
+// the RankTime's position. A job (a bucket's exchange, a gather) runs on
+// the fiber as soon as it is posted, starting where the compute has got
+// to unless an earlier job still holds the clock, as the thread would take
+// it from its queue; its wall time is left out of the compute. A wait
+// for a job stalls the compute until the job's end on the clock, and
+// finish() lets the step end no earlier than both timelines. That is the
+// threaded timeline exactly, with the compute's duration measured (or
+// declared) instead of slept.
 //
 // Sharded (ZeRO-2), each bucket is reduce-scattered instead: worker r keeps
 // the average of block r of the bucket (BlockSplit), steps the parameters
@@ -59,9 +63,9 @@ struct ReducerOptions {
   Compression compression = Compression::none;
   bool overlap = true;  // false: launch every bucket only once backward is done
   Trace* trace = nullptr;  // per-bucket spans when set
-  // The loop's stretches of compute; needed on a virtual clock, where the
-  // buckets are replayed against the backward pass's measured duration.
-  const RankTime* compute = nullptr;
+  // The loop's stretches of compute: waits for jobs are left out of them,
+  // and on a virtual clock jobs start where the compute has got to.
+  RankTime* compute = nullptr;
   bool shard = false;  // ZeRO-2: reduce-scatter the buckets, gather() the parameters
   // ZeRO-3: bucket b's gradients live in a buffer of their own (a unit's),
   // not in the flat vector: `bucket_grads(b)` gives it when b launches, and
@@ -108,9 +112,11 @@ class Reducer {
   void run(const std::function<void()>& job);
   // Queues `job` behind what is queued and returns its ticket; wait(ticket)
   // returns once it has run (jobs run one at a time, in queue order). On a
-  // virtual clock the job runs at once.
+  // virtual clock the job runs at once, on the timeline above. Tickets are
+  // waited for in the order they were issued. wait() returns the seconds
+  // the compute stood still for the job, which its stretch leaves out.
   std::size_t post(std::function<void()> job);
-  void wait(std::size_t ticket);
+  double wait(std::size_t ticket);
   // Posts an all-gather of `data` (each worker's block in place), timed
   // into comm_seconds() and traced as all-gather `index`.
   std::size_t post_all_gather(Tensor data, std::size_t index);
@@ -125,7 +131,11 @@ class Reducer {
   // A bucket's range of `all` (gradients or parameters); phantom when the
   // transport carries sizes only and the buffers were left empty.
   Tensor bucket_tensor(std::span<float> all, const Bucket& bucket) const;
-  double replay();
+  // Virtual clock: runs `job` on the communication timeline; returns the
+  // clock when it ends.
+  double run_on_timeline(const std::function<void()>& job);
+  // Virtual clock: exchanges the buckets launched since the last call.
+  void run_launched();
   void enqueue_locked(std::function<void()> job);
   void loop();
   void wait_idle(std::unique_lock<std::mutex>& lock);
@@ -146,10 +156,12 @@ class Reducer {
   bool stop_ = false;
   std::vector<std::size_t> pending_;  // per bucket: gradients not ready yet
   std::size_t next_launch_ = 0;
-  // Virtual clock: the buckets launched in this step, with how far into
-  // the compute stretch each became ready.
-  bool replaying_ = false;
-  std::vector<std::pair<std::size_t, double>> launched_;
+  // Virtual clock: the buckets launched and not yet exchanged, and when
+  // each posted job not yet waited for ended (from ticket first_done_).
+  bool virtual_ = false;
+  std::vector<std::size_t> launched_;
+  std::deque<double> done_at_;
+  std::size_t first_done_ = 0;
   double comm_seconds_ = 0;
   std::vector<std::pair<double, double>> bucket_times_;
   std::vector<std::uint16_t> scratch_;  // compression buffer (comm thread only)

@@ -1,7 +1,6 @@
 #include "train/sharded_params.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "common/errors.h"
 #include "common/scheme.h"
@@ -38,11 +37,12 @@ std::vector<ParamUnit> wrap_units(const std::vector<ParamUnit>& units, std::size
 }
 
 ShardedParams::ShardedParams(std::vector<ParamUnit> units, std::size_t wrap_bytes, int rank,
-                             int workers)
+                             int workers, bool sizes_only)
     : units_(std::move(units)),
       groups_(wrap_units(units_, wrap_bytes)),
       rank_(rank),
       workers_(workers),
+      sizes_only_(sizes_only),
       gathered_(2 * groups_.size()),
       tickets_(2 * groups_.size(), 0),
       held_at_(groups_.size(), 0),
@@ -61,8 +61,11 @@ ShardedParams::ShardedParams(std::vector<ParamUnit> units, std::size_t wrap_byte
     total += BlockSplit{g.count, static_cast<std::size_t>(workers_)}.size(
         static_cast<std::size_t>(rank_));
   }
-  shard_params_.assign(total, 0.0f);
-  shard_grads_.assign(total, 0.0f);
+  shard_elements_ = total;
+  if (!sizes_only_) {
+    shard_params_.assign(total, 0.0f);
+    shard_grads_.assign(total, 0.0f);
+  }
   live_params_ = peak_params_ = total * sizeof(float);
   live_grads_ = peak_grads_ = total * sizeof(float);
 }
@@ -90,30 +93,30 @@ ReducerOptions ShardedParams::reducer_options(ReducerOptions options) {
     const std::size_t g = group_of_bucket(b);
     const BlockSplit split{groups_[g].count, static_cast<std::size_t>(workers_)};
     const std::size_t own = static_cast<std::size_t>(rank_);
-    std::copy_n(grad_buffers_[g].data + split.offset(own), split.size(own),
-                shard_grads_.data() + shard_offset_[g]);
+    if (!sizes_only_) {
+      std::copy_n(grad_buffers_[g].data + split.offset(own), split.size(own),
+                  shard_grads_.data() + shard_offset_[g]);
+    }
     free(grad_buffers_[g], g, live_grads_);
   };
   return options;
-}
-
-void ShardedParams::attach(Reducer& reducer, RankTime& compute) {
-  reducer_ = &reducer;
-  compute_ = &compute;
 }
 
 ShardedParams::UnitBuffer ShardedParams::allocate(std::size_t g, std::atomic<std::size_t>& live,
                                                   std::atomic<std::size_t>& peak) {
   const ParamUnit& group = groups_[g];
   UnitBuffer b;
-  b.storage.assign(group.count + kFloatsPerLine, 0.0f);
-  b.data = b.storage.data() + group.offset % kFloatsPerLine;
+  b.held = true;
+  if (!sizes_only_) {
+    b.storage.assign(group.count + kFloatsPerLine, 0.0f);
+    b.data = b.storage.data() + group.offset % kFloatsPerLine;
+  }
   raise_peak(peak, live += group.count * sizeof(float));
   return b;
 }
 
 void ShardedParams::free(UnitBuffer& buffer, std::size_t g, std::atomic<std::size_t>& live) {
-  if (buffer.data == nullptr) return;
+  if (!buffer.held) return;
   live -= groups_[g].count * sizeof(float);
   buffer = UnitBuffer{};  // gives the memory back, not just the size
 }
@@ -122,8 +125,13 @@ Tensor ShardedParams::tensor(const UnitBuffer& buffer, std::size_t g) const {
   return Tensor{buffer.data, groups_[g].count, DType::f32};
 }
 
+float* ShardedParams::unit_in(const UnitBuffer& buffer, std::size_t unit) const {
+  return buffer.data == nullptr ? nullptr : buffer.data + offset_in_group(unit);
+}
+
 ShardedParams::UnitBuffer ShardedParams::with_own_block(std::size_t g) {
   UnitBuffer b = allocate(g, live_params_, peak_params_);
+  if (sizes_only_) return b;
   const BlockSplit split{groups_[g].count, static_cast<std::size_t>(workers_)};
   const std::size_t own = static_cast<std::size_t>(rank_);
   std::copy_n(shard_params_.data() + shard_offset_[g], split.size(own),
@@ -136,14 +144,16 @@ void ShardedParams::scatter_from_worker0(
     const std::function<void(Tensor)>& broadcast) {
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     UnitBuffer b = allocate(g, live_params_, peak_params_);
-    for (std::size_t u = 0; rank_ == 0 && u < units_.size(); ++u) {
-      if (group_of_[u] == g) fill(u, {b.data + offset_in_group(u), units_[u].count});
+    for (std::size_t u = 0; rank_ == 0 && !sizes_only_ && u < units_.size(); ++u) {
+      if (group_of_[u] == g) fill(u, {unit_in(b, u), units_[u].count});
     }
     broadcast(tensor(b, g));
     const BlockSplit split{groups_[g].count, static_cast<std::size_t>(workers_)};
     const std::size_t own = static_cast<std::size_t>(rank_);
-    std::copy_n(b.data + split.offset(own), split.size(own),
-                shard_params_.data() + shard_offset_[g]);
+    if (!sizes_only_) {
+      std::copy_n(b.data + split.offset(own), split.size(own),
+                  shard_params_.data() + shard_offset_[g]);
+    }
     free(b, g, live_params_);
   }
 }
@@ -151,6 +161,7 @@ void ShardedParams::scatter_from_worker0(
 void ShardedParams::for_each_gathered(
     const std::function<void(std::size_t, std::span<const float>)>& visit) {
   GRADEX_ENFORCE(reducer_ != nullptr, "ZeRO-3 parameters gathered before attach()");
+  GRADEX_ENFORCE(!sizes_only_, "a ZeRO-3 store of sizes only has no values to visit");
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     UnitBuffer b = with_own_block(g);
     reducer_->wait(reducer_->post_all_gather(tensor(b, g), g));
@@ -188,17 +199,12 @@ const float* ShardedParams::params(std::size_t unit) {
     GRADEX_ENFORCE(pos < gathered_.size() && group_at(pos) == g, "ZeRO-3 pass asked for unit ",
                    unit, " out of order (position ", pos, ")");
     while (next_post_ <= std::min(pos + 1, gathered_.size() - 1)) post_gather(next_post_++);
-    const auto t0 = std::chrono::steady_clock::now();
-    reducer_->wait(tickets_[pos]);
-    const double waited =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    waited_ += waited;
-    if (compute_ != nullptr) compute_->exclude(waited);
+    waited_ += reducer_->wait(tickets_[pos]);
     held_at_[g] = pos;
     units_left_[g] = static_cast<std::size_t>(std::count(group_of_.begin(), group_of_.end(), g));
     ++next_acquire_;
   }
-  return gathered_[held_at_[g]].data + offset_in_group(unit);
+  return unit_in(gathered_[held_at_[g]], unit);
 }
 
 void ShardedParams::release_params(std::size_t unit) {
@@ -210,8 +216,8 @@ void ShardedParams::release_params(std::size_t unit) {
 float* ShardedParams::grads(std::size_t unit) {
   const std::size_t g = group_of_.at(unit);
   UnitBuffer& b = grad_buffers_[g];
-  if (b.data == nullptr) b = allocate(g, live_grads_, peak_grads_);
-  return b.data + offset_in_group(unit);
+  if (!b.held) b = allocate(g, live_grads_, peak_grads_);
+  return unit_in(b, unit);
 }
 
 double ShardedParams::take_wait_seconds() {

@@ -17,6 +17,11 @@
 // exchanges in the same order. At most two gathered groups and the
 // gradients of the groups in flight are whole at any time, so a worker
 // holds about 1/N of the replicated model plus a few groups.
+//
+// Sizes only (an emulated model on the simulator, whose values mean
+// nothing), the store holds no values at all: the same gathers and
+// reduce-scatters move phantom tensors, and the bytes it would hold are
+// still counted.
 #pragma once
 
 #include <atomic>
@@ -41,15 +46,16 @@ std::vector<Bucket> unit_buckets(const std::vector<ParamUnit>& units);
 
 class ShardedParams final : public LayerAccess {
  public:
-  ShardedParams(std::vector<ParamUnit> units, std::size_t wrap_bytes, int rank, int workers);
+  ShardedParams(std::vector<ParamUnit> units, std::size_t wrap_bytes, int rank, int workers,
+                bool sizes_only = false);
 
   // unit_buckets() of the groups: the buckets the Reducer reduce-scatters,
   // each from its group's gradient buffer.
   std::vector<Bucket> buckets() const { return unit_buckets(groups_); }
   // Joins `reducer` (made with buckets() and shard on): gathers are posted
   // on its thread, and its buckets come from and go to this store. The
-  // time params() waits is left out of `compute` (RankTime::exclude).
-  void attach(Reducer& reducer, RankTime& compute);
+  // time params() waits is left out of the compute (Reducer::wait).
+  void attach(Reducer& reducer) { reducer_ = &reducer; }
   ReducerOptions reducer_options(ReducerOptions options);
 
   // Worker 0's initial parameters, group by group: worker 0 fills each of
@@ -77,10 +83,11 @@ class ShardedParams final : public LayerAccess {
   double take_wait_seconds();
   std::size_t groups() const { return groups_.size(); }
 
+  // Empty when sizes only.
   std::span<float> shard_params() { return {shard_params_.data(), shard_params_.size()}; }
   std::span<float> shard_grads() { return {shard_grads_.data(), shard_grads_.size()}; }
   // Elements of the shard (of parameters, and of gradients).
-  std::size_t shard_elements() const { return shard_params_.size(); }
+  std::size_t shard_elements() const { return shard_elements_; }
   // The most bytes held at once, shard included: of parameters (gathered
   // units too) and of gradients (unit buffers too).
   std::size_t peak_param_bytes() const;
@@ -92,13 +99,16 @@ class ShardedParams final : public LayerAccess {
   // would there, and rounds as a replicated run does.
   struct UnitBuffer {
     ParamBuffer storage;
-    float* data = nullptr;
+    float* data = nullptr;  // null when sizes only
+    bool held = false;
   };
   // Buffers below are per group (g), not per unit.
   UnitBuffer allocate(std::size_t g, std::atomic<std::size_t>& live,
                       std::atomic<std::size_t>& peak);
   void free(UnitBuffer& buffer, std::size_t g, std::atomic<std::size_t>& live);
   Tensor tensor(const UnitBuffer& buffer, std::size_t g) const;
+  // Unit u's place in `buffer` (its group's); null when sizes only.
+  float* unit_in(const UnitBuffer& buffer, std::size_t unit) const;
   // The group gathered at position `pos` of a pass (forward then backward).
   std::size_t group_at(std::size_t pos) const;
   void post_gather(std::size_t pos);
@@ -115,10 +125,11 @@ class ShardedParams final : public LayerAccess {
   std::vector<std::size_t> group_of_;  // per unit
   int rank_ = 0;
   int workers_ = 1;
+  bool sizes_only_ = false;
+  std::size_t shard_elements_ = 0;
   std::vector<std::size_t> shard_offset_;  // per group: its block's place in the shard
   ParamBuffer shard_params_, shard_grads_;
   Reducer* reducer_ = nullptr;
-  RankTime* compute_ = nullptr;
   // Per position of the pass: the gathered buffer and its ticket.
   std::vector<UnitBuffer> gathered_;
   std::vector<std::size_t> tickets_;

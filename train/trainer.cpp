@@ -103,7 +103,9 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
   const bool sharded = sync && config.zero == 2;
   // ZeRO-3: no whole vectors at all; the store holds this worker's shards.
   std::optional<ShardedParams> store;
-  if (sync && config.zero == 3) store.emplace(model.units(), config.unit_bytes, rank, workers);
+  if (sync && config.zero == 3) {
+    store.emplace(model.units(), config.unit_bytes, rank, workers, phantom);
+  }
   const bool whole = !phantom && !store;
   ParamBuffer params(whole ? param_count : 0), grads(whole ? param_count : 0);
   std::vector<Bucket> buckets = step_buckets(model, config);
@@ -131,7 +133,7 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
     reducer.run([&] { broadcast_from_worker0(exchange, comm, t); });
   };
   if (store) {
-    store->attach(reducer, time);
+    store->attach(reducer);
     // Worker 0's initial values, as a replicated run starts from them.
     store->scatter_from_worker0(
         [&](std::size_t u, std::span<float> values) { model.init_unit(u, values, config.seed); },
@@ -148,7 +150,7 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
   std::uint64_t hash = 0;
   const auto whole_params = [&](std::vector<float>& into, bool keep) {
     hash = kFnvOffset;
-    if (!store) {
+    if (!store || phantom) {
       if (keep) into.assign(params.begin(), params.end());
       hash = fnv1a(params, hash);
       return;
@@ -247,7 +249,7 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
     // Worker 0 scores the model; under ZeRO-3 every worker helps gather it.
     const bool scoring = config.evaluate && (store || rank == 0);
     std::vector<float> scored;
-    if (scoring && store) whole_params(scored, rank == 0);
+    if (scoring && store && !phantom) whole_params(scored, rank == 0);
     if (rank == 0) {
       const std::span<const float> now = store ? std::span<const float>(scored) : params;
       const EpochRecord rec = epoch_record(epoch, loss_sum, steps * config.accumulate,
@@ -302,14 +304,6 @@ void check_zero_stage(int zero) {
   }
 }
 
-void check_zero_transport(int zero, const std::string& transport, const std::string& field) {
-  if (zero == 3 && transport == "sim") {
-    throw ConfigError(field, "ZeRO-3 runs on real transports (inproc, tcp, zmq), not on the "
-                             "simulator: its per-layer gathers are not replayed on a virtual "
-                             "clock");
-  }
-}
-
 void check_zero(int zero, const std::function<bool(Collective)>& provides,
                 const std::string& name, const std::string& field) {
   if (zero == 0) return;
@@ -351,7 +345,6 @@ TrainResult train_rank(Comm& comm, GradientExchange& exchange, const TrainConfig
   GRADEX_ENFORCE(config.zero == 0 || (exchange.provides(Collective::reduce_scatter) &&
                                       exchange.provides(Collective::all_gather)),
                  "ZeRO over an exchange without reduce_scatter and all_gather");
-  GRADEX_ENFORCE(config.zero != 3 || !comm.clock().is_virtual(), "ZeRO-3 on a virtual clock");
   TrainResult result;
   result.steps = steps * config.epochs;
   result.zero = config.synchronise ? config.zero : 0;
@@ -441,7 +434,6 @@ TrainResult train_data_parallel(const std::string& scheme_name, const SchemeOpti
   check(config, options.workers);
   SchemeExchange exchange(make_scheme(scheme_name, options));
   check_zero(config.zero, [&](Collective c) { return exchange.provides(c); }, scheme_name, "zero");
-  check_zero_transport(config.zero, transport, "zero");
   // Bad input fails here, before any rank starts (or connects).
   training_steps_per_epoch(config, source.samples, exchange.workers());
   TrainResult result;

@@ -61,7 +61,7 @@ struct TrainConfig {
   // (train/sharded_optimizer.h); 3 also shards the parameters, gathering
   // each layer before its forward and its backward
   // (train/sharded_params.h). Needs a scheme that provides reduce_scatter
-  // and all_gather; stage 3 runs on real transports only.
+  // and all_gather.
   int zero = 0;
   // ZeRO-3: consecutive layers wrapped into units of at least this many
   // bytes, each gathered and reduce-scattered whole (FSDP's size-based
@@ -174,9 +174,6 @@ inline bool carries_sizes_only(const std::string& transport, bool emulated) {
 
 // Throws ConfigError ("zero") for a ZeRO stage gradex does not run.
 void check_zero_stage(int zero);
-// Throws ConfigError naming `field` when ZeRO stage `zero` cannot run over
-// `transport`.
-void check_zero_transport(int zero, const std::string& transport, const std::string& field);
 // Throws ConfigError naming `field` when ZeRO stage `zero` shards and the
 // scheme `name` lacks reduce_scatter or all_gather (`provides` asks it).
 void check_zero(int zero, const std::function<bool(Collective)>& provides,
