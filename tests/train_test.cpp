@@ -149,8 +149,9 @@ TEST(FashionMnist, InstalledTestSplitLoads) {
   const Dataset d = load_fashion_mnist(kFashionMnistDir, "t10k");
   EXPECT_EQ(d.size(), 10000u);
   EXPECT_EQ(d.features(), 784);
-  EXPECT_LE(d.x.maxCoeff(), 1.0f);
-  EXPECT_GE(d.x.minCoeff(), 0.0f);
+  const Eigen::MatrixXf x = d.samples(0, d.size());
+  EXPECT_LE(x.maxCoeff(), 1.0f);
+  EXPECT_GE(x.minCoeff(), 0.0f);
   std::vector<int> per_class(10, 0);
   for (int y : d.y) ++per_class[static_cast<std::size_t>(y)];
   for (int c : per_class) EXPECT_EQ(c, 1000);  // the test split is balanced

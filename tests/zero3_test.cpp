@@ -205,6 +205,11 @@ TEST(Zero3, OnTheSimulatorMatchesInProcessBitForBit) {
     ASSERT_TRUE(fibers.wire && fibers.declared) << scheme;
     EXPECT_TRUE(wire_matches_declared(fibers)) << scheme;
   }
+  // Two micro-batches a step: the first pass's gathers, no reduce-scatter.
+  TrainConfig acc = c;
+  acc.accumulate = 2;
+  EXPECT_EQ(train_data_parallel("ring", workers(2), acc, source, "sim", {}).params,
+            train_data_parallel("ring", workers(2), acc, source, "inproc", {}).params);
 }
 
 // An emulated ResNet-50 under ZeRO-3 on the simulator: sizes only, 1.5x

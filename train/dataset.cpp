@@ -12,7 +12,11 @@ namespace gradex {
 Dataset Dataset::head(std::size_t n) const {
   n = std::min(n, size());
   Dataset d;
-  d.x = x.leftCols(static_cast<Eigen::Index>(n));
+  if (pixels.size() > 0) {
+    d.pixels = pixels.leftCols(static_cast<Eigen::Index>(n));
+  } else {
+    d.x = x.leftCols(static_cast<Eigen::Index>(n));
+  }
   d.y.assign(y.begin(), y.begin() + static_cast<std::ptrdiff_t>(n));
   d.classes = classes;
   return d;
@@ -30,6 +34,22 @@ std::filesystem::path find_file(const std::filesystem::path& dir, const std::str
 }
 
 }  // namespace
+
+void Dataset::sample(std::size_t s, Eigen::Ref<Eigen::VectorXf> out) const {
+  const auto col = static_cast<Eigen::Index>(s);
+  if (pixels.size() > 0) {
+    out = pixels.col(col).cast<float>() / 255.0f;
+  } else {
+    out = x.col(col);
+  }
+}
+
+Eigen::MatrixXf Dataset::samples(std::size_t first, std::size_t count) const {
+  const auto start = static_cast<Eigen::Index>(first);
+  const auto len = static_cast<Eigen::Index>(count);
+  if (pixels.size() > 0) return pixels.middleCols(start, len).cast<float>() / 255.0f;
+  return x.middleCols(start, len);
+}
 
 Dataset load_fashion_mnist(const std::filesystem::path& dir, const std::string& split) {
   const auto images_path = find_file(dir, split + "-images-idx3-ubyte");
@@ -51,10 +71,8 @@ Dataset load_fashion_mnist(const std::filesystem::path& dir, const std::string& 
   const Eigen::Index f = 28 * 28;
   // The IDX payload is sample-major, which is exactly column-major with one
   // column per sample.
-  d.x = Eigen::Map<const Eigen::Matrix<std::uint8_t, Eigen::Dynamic, Eigen::Dynamic>>(
-            images.data.data(), f, n)
-            .cast<float>() /
-        255.0f;
+  d.pixels = Eigen::Map<const Eigen::Matrix<std::uint8_t, Eigen::Dynamic, Eigen::Dynamic>>(
+      images.data.data(), f, n);
   d.y.resize(static_cast<std::size_t>(n));
   for (Eigen::Index i = 0; i < n; ++i) {
     const int label = labels.data[static_cast<std::size_t>(i)];

@@ -105,7 +105,7 @@ double Mlp::train_step(LayerAccess& access, std::span<const std::size_t> samples
   Eigen::MatrixXf& input = acts_[0];
   input.resize(sizes_[0], batch);
   for (Eigen::Index j = 0; j < batch; ++j) {
-    input.col(j) = train_.x.col(static_cast<Eigen::Index>(samples[static_cast<std::size_t>(j)]));
+    train_.sample(samples[static_cast<std::size_t>(j)], input.col(j));
   }
   forward(access, acts_);
   if (backward_begins) backward_begins();
@@ -165,7 +165,7 @@ Evaluation Mlp::evaluate(std::span<const float> params, const Dataset& data) con
   for (Eigen::Index start = 0; start < n; start += kChunk) {
     const Eigen::Index len = std::min(kChunk, n - start);
     acts.resize(static_cast<std::size_t>(layers()) + 1);
-    acts[0] = data.x.middleCols(start, len);
+    acts[0] = data.samples(static_cast<std::size_t>(start), static_cast<std::size_t>(len));
     FlatAccess access(params, {}, units());
     forward(access, acts);
     Eigen::MatrixXf p = acts.back();
