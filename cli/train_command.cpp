@@ -302,9 +302,7 @@ Command add_train_command(CLI::App& parent) {
             w.overlap = !f->no_overlap;
             if (f->zero != 0) w.zero = f->zero;
             const auto shards = [&](const std::string& s) {
-              const auto scheme = make_scheme(s, setup_for(*f, s).options);
-              return scheme->provides(Collective::reduce_scatter) &&
-                     scheme->provides(Collective::all_gather);
+              return shards_training(*make_scheme(s, setup_for(*f, s).options));
             };
             std::vector<std::string> schemes;
             for (const std::string& s : f->schemes) {
@@ -330,7 +328,7 @@ Command add_train_command(CLI::App& parent) {
             check_train_memory(w, f->workers, f->transport, flag_of);
             for (const std::string& s : schemes) {
               const auto scheme = make_scheme(s, setup_for(*f, s).options);
-              check_zero(w.zero, [&](Collective c) { return scheme->provides(c); }, s, "--zero");
+              check_zero(w.zero, *scheme, s, "--zero");
             }
             std::cout << provenance_line() << "\n";
             const TrainJob job(std::move(w), flag_of);

@@ -117,6 +117,11 @@ class Scheme {
 
 // Splits `count` elements into `parts` contiguous blocks whose sizes differ
 // by at most one (the first count % parts blocks get the extra element).
+// Whether ZeRO's training can shard over `s`: it provides reduce_scatter
+// and all_gather, and runs on the workers alone (a dedicated server's
+// replay of a sharded step, with ZeRO-3's per-layer gathers, is not built).
+bool shards_training(const Scheme& s);
+
 struct BlockSplit {
   std::size_t count;
   std::size_t parts;

@@ -7,6 +7,7 @@
 #include "allreduce/ring.h"
 #include "common/cost_model.h"
 #include "common/errors.h"
+#include "ps/pattern.h"
 #include "ps/server.h"
 #include "ps/worker.h"
 
@@ -25,17 +26,40 @@ std::size_t ParameterServerScheme::chunk(DType dtype) const {
   return std::max<std::size_t>(1, options().segment_bytes / dtype_size(dtype));
 }
 
-void ParameterServerScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
+bool ParameterServerScheme::provides(Collective c) const {
+  // Hybrid moves the workers' keys round a ring of them (worker.cpp), an
+  // all-reduce's schedule.
+  return c == Collective::all_reduce || layout_.placement() != ServerPlacement::hybrid;
+}
+
+void ParameterServerScheme::round(Comm& comm, Tensor data, ReduceOp op, Collective c) {
   GRADEX_ENFORCE_EQ(comm.size(), endpoints(), "parameter server group size");
+  GRADEX_ENFORCE(provides(c), "this parameter server does not run ", collective_name(c));
   const int me = comm.rank();
   if (me < workers()) {
-    worker_round(comm, layout_, chunk(data.dtype), data, op, memory_);
+    worker_round(comm, layout_, chunk(data.dtype), data, op, memory_, c);
     return;
   }
   // A dedicated endpoint runs exactly one server.
   const int k = layout_.hosted_on(me).front();
-  serve_round(comm, layout_.arrival_order(k), k, layout_.shard(data.count, k).count,
-              chunk(data.dtype), data.dtype, op, memory_);
+  serve_round(comm, layout_.arrival_order(k), k, layout_.shard(data.count, k), chunk(data.dtype),
+              data.dtype, op, PsPattern(c, data.count, workers()), memory_);
+}
+
+void ParameterServerScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
+  round(comm, data, op, Collective::all_reduce);
+}
+
+void ParameterServerScheme::reduce_scatter(Comm& comm, Tensor data, ReduceOp op) {
+  round(comm, data, op, Collective::reduce_scatter);
+}
+
+void ParameterServerScheme::all_gather(Comm& comm, Tensor data) {
+  round(comm, data, ReduceOp::sum, Collective::all_gather);
+}
+
+void ParameterServerScheme::broadcast(Comm& comm, Tensor data) {
+  round(comm, data, ReduceOp::sum, Collective::broadcast);
 }
 
 Traffic ParameterServerScheme::expected_traffic(int endpoint, std::size_t count,
@@ -83,7 +107,49 @@ Traffic ParameterServerScheme::expected_traffic(int endpoint, std::size_t count,
   return t;
 }
 
+Traffic ParameterServerScheme::collective_traffic(Collective c, int endpoint, std::size_t count,
+                                                  DType dtype) const {
+  if (c == Collective::all_reduce) return expected_traffic(endpoint, count, dtype);
+  GRADEX_ENFORCE(endpoint >= 0 && endpoint < endpoints(), "endpoint ", endpoint);
+  GRADEX_ENFORCE(provides(c), "this parameter server does not run ", collective_name(c));
+  const PsPattern pattern(c, count, workers());
+  const std::uint64_t elem = dtype_size(dtype);
+  Traffic t;
+  // One message per non-empty part of a chunk (server.cpp, worker.cpp);
+  // messages to oneself are local copies.
+  const auto add = [&](KeyRange part, std::uint64_t& bytes, std::uint64_t& messages) {
+    bytes += part.count * elem;
+    messages += part.count > 0 ? 1 : 0;
+  };
+  for (int k = 0; k < layout_.servers(); ++k) {
+    const KeyRange shard = layout_.shard(count, k);
+    const int host = layout_.host(k);
+    const bool served_here = host == endpoint;
+    if (!served_here && endpoint >= workers()) continue;
+    for (std::size_t j = 0; j < chunk_count(shard.count, chunk(dtype)); ++j) {
+      const KeyRange r = chunk_range(shard, chunk(dtype), j);
+      if (!served_here) {  // this worker's push and pull
+        add(pattern.pushed(endpoint, r), t.bytes_sent, t.messages_sent);
+        add(pattern.pulled(endpoint, r), t.bytes_received, t.messages_received);
+        continue;
+      }
+      for (int w = 0; w < workers(); ++w) {  // the server's side of every other worker's
+        if (w == endpoint) continue;
+        add(pattern.pushed(w, r), t.bytes_received, t.messages_received);
+        add(pattern.pulled(w, r), t.bytes_sent, t.messages_sent);
+      }
+    }
+  }
+  return t;
+}
+
 double ParameterServerScheme::model_time(std::size_t bytes, const Topology& topology) const {
+  return collective_model_time(Collective::all_reduce, bytes, topology);
+}
+
+double ParameterServerScheme::collective_model_time(Collective c, std::size_t bytes,
+                                                    const Topology& topology) const {
+  GRADEX_ENFORCE(provides(c), "this parameter server does not run ", collective_name(c));
   if (bytes == 0) return 0;
   // Each port's bytes per phase: every worker's push of shard k to k's
   // host, then k's reply to every worker (f32 counts), on the port each
@@ -93,35 +159,43 @@ double ParameterServerScheme::model_time(std::size_t bytes, const Topology& topo
   const std::size_t count = bytes / dtype_size(DType::f32);
   const double elem = static_cast<double>(dtype_size(DType::f32));
   const int first_pushed = layout_.placement() == ServerPlacement::hybrid ? workers() : 0;
-  std::vector<Flow> pushes, pulls, chunked;
+  const PsPattern pattern(c, count, workers());
+  std::vector<Flow> pushes, pulls, chunked_pushes, chunked_pulls;
   double largest = 0;  // the largest pushed shard: its chunks are the last to drain
   for (int k = 0; k < layout_.servers(); ++k) {
-    const double n = static_cast<double>(layout_.shard(count, k).count);
-    if (n == 0) continue;
-    if (k >= first_pushed) largest = std::max(largest, n);
+    const KeyRange shard = layout_.shard(count, k);
+    if (shard.count == 0) continue;
+    if (k >= first_pushed) largest = std::max(largest, static_cast<double>(shard.count));
     const int host = layout_.host(k);
     for (int w = 0; w < workers(); ++w) {
       if (w == host) continue;  // a local copy
-      pushes.push_back({w, host, n * elem});
-      pulls.push_back({host, w, n * elem});
+      // What w moves of the shard, in all its chunks (pattern.h).
+      const double in = static_cast<double>(pattern.pushed(w, shard).count) * elem;
+      const double out = static_cast<double>(pattern.pulled(w, shard).count) * elem;
+      if (in > 0) pushes.push_back({w, host, in});
+      if (out > 0) pulls.push_back({host, w, out});
       if (k >= first_pushed) {
-        chunked.push_back(pushes.back());
-        chunked.push_back(pulls.back());
+        if (in > 0) chunked_pushes.push_back(pushes.back());
+        if (out > 0) chunked_pulls.push_back(pulls.back());
       }
     }
   }
-  if (pushes.empty()) return 0;  // everything is local (one worker hosting every server)
+  if (pushes.empty() && pulls.empty()) return 0;  // all local (one worker hosts every server)
   if (!pipelined_) return slowest_flow(topology, pushes) + slowest_flow(topology, pulls);
   // Push and pull overlap: each port's bytes in both phases pass once, and
   // the pipeline fills (every worker's first chunk in before any sum goes
-  // out) and drains (the last chunk's sums out) by one chunk's share.
+  // out) or drains (the last chunk's sums out) by one chunk's share of the
+  // lighter phase: pushes P and pulls Q through a port in C chunks take
+  // max(P + Q / C, P / C + Q). An all-reduce's phases weigh the same; a
+  // reduce-scatter's pulls and an all-gather's pushes are 1/n of the other.
   std::vector<Flow> both = pushes;
   both.insert(both.end(), pulls.begin(), pulls.end());
   double fill = 0;
   if (largest > 0) {
     const double share = std::min(1.0, static_cast<double>(chunk(DType::f32)) / largest);
-    for (Flow& f : chunked) f.bytes *= share;
-    fill = slowest_flow(topology, chunked);
+    for (Flow& f : chunked_pushes) f.bytes *= share;
+    for (Flow& f : chunked_pulls) f.bytes *= share;
+    fill = std::min(slowest_flow(topology, chunked_pushes), slowest_flow(topology, chunked_pulls));
   }
   // Hybrid's ring, with the keys split at the optimum, finishes with the
   // busiest port; but its 2 (n-1) steps each wait a latency (one of them

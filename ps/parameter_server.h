@@ -35,15 +35,30 @@ class ParameterServerScheme final : public Scheme {
   // Workers run the worker role (and any co-located server); dedicated
   // server endpoints, given a phantom tensor, run the server role only.
   void allreduce(Comm& comm, Tensor data, ReduceOp op) override;
+  // Reduce-scatter, all-gather and broadcast by the same push, combine or
+  // place, and pull (ps/pattern.h): every placement but hybrid.
+  bool provides(Collective c) const override;
+  void reduce_scatter(Comm& comm, Tensor data, ReduceOp op) override;
+  void all_gather(Comm& comm, Tensor data) override;
+  void broadcast(Comm& comm, Tensor data) override;
   Traffic expected_traffic(int endpoint, std::size_t count, DType dtype) const override;
+  Traffic collective_traffic(Collective c, int endpoint, std::size_t count,
+                             DType dtype) const override;
   // Push, then pull, each a + (bytes through the busiest port) / B: with
   // dedicated servers 2 (a + W S / (k B)) (docs/architecture.md, Cost model), and a worker's own
   // NIC when it is the busier (more servers than workers, co-location).
   // Pipelined: the busiest port's bytes once, plus one chunk's share of
   // them to fill and drain the pipeline.
   double model_time(std::size_t bytes, const Topology& topology) const override;
+  // The same for every collective, with each port's bytes as the pattern
+  // moves them.
+  double collective_model_time(Collective c, std::size_t bytes,
+                               const Topology& topology) const override;
 
  private:
+  // One round of collective `c` on this endpoint: a worker's, or a
+  // dedicated server's.
+  void round(Comm& comm, Tensor data, ReduceOp op, Collective c);
   // Chunk size in elements of `dtype` (0: whole shards).
   std::size_t chunk(DType dtype) const;
 

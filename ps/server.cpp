@@ -19,37 +19,58 @@ std::byte* ServerMemory::accumulator(int server, std::size_t bytes) {
   return b.data.get();
 }
 
-void serve_round(Comm& comm, const std::vector<int>& order, int server, std::size_t count,
-                 std::size_t chunk, DType dtype, ReduceOp op, ServerMemory& memory) {
-  if (count == 0) return;  // an empty shard moves nothing (protocol.h)
+void serve_round(Comm& comm, const std::vector<int>& order, int server, KeyRange shard,
+                 std::size_t chunk, DType dtype, ReduceOp op, const PsPattern& pattern,
+                 ServerMemory& memory) {
+  if (shard.count == 0) return;  // an empty shard moves nothing (protocol.h)
   // The server's own memory: a dedicated server holds no gradient, and a
   // co-located one must not touch its worker's buffer, which is still
   // being pushed from and pulled into.
   // A phantom-payload transport (the simulator) gets a phantom accumulator:
   // the same messages, no memory.
   const bool phantom = comm.phantom_payloads();
-  const Tensor acc{phantom ? nullptr : memory.accumulator(server, count * dtype_size(dtype)), count,
-                   dtype};
+  const Tensor acc{phantom ? nullptr : memory.accumulator(server, shard.count * dtype_size(dtype)),
+                   shard.count, dtype};
+  // Range r of the buffer, as it sits in the accumulator.
+  const auto held = [&](KeyRange r) { return acc.slice(r.offset - shard.offset, r.count); };
   const ReduceOp combine = combining_op(op);
-  const KeyRange shard{0, count};
   std::vector<Request> replies;
-  replies.reserve(order.size() * chunk_count(count, chunk));
-  for (std::size_t j = 0; j < chunk_count(count, chunk); ++j) {
+  replies.reserve(order.size() * chunk_count(shard.count, chunk));
+  std::vector<Request> parts;
+  for (std::size_t j = 0; j < chunk_count(shard.count, chunk); ++j) {
     const KeyRange r = chunk_range(shard, chunk, j);
-    const Tensor part = acc.slice(r.offset, r.count);
-    // Push: the first contribution is copied in (no identity element
-    // needed, which min and max lack); the others are combined one at a
-    // time, since two outstanding receive-reduces into `part` would overlap.
-    Request first = comm.irecv(order.front(), part.data, part.bytes(), push_tag(server));
-    comm.wait(first);
-    for (std::size_t i = 1; i < order.size(); ++i) {
-      Request next = comm.irecv_reduce(order[i], part, combine, push_tag(server));
-      comm.wait(next);
+    if (pattern.combines()) {
+      // Push: the first contribution is copied in (no identity element
+      // needed, which min and max lack); the others are combined one at a
+      // time, since two outstanding receive-reduces into r would overlap.
+      const Tensor part = held(r);
+      Request first = comm.irecv(order.front(), part.data, part.bytes(), push_tag(server));
+      comm.wait(first);
+      for (std::size_t i = 1; i < order.size(); ++i) {
+        Request next = comm.irecv_reduce(order[i], part, combine, push_tag(server));
+        comm.wait(next);
+      }
+    } else {
+      // Placed: each key has one contributor, so the parts land side by
+      // side, all at once.
+      for (int w : order) {
+        const KeyRange p = pattern.pushed(w, r);
+        if (p.count == 0) continue;
+        const Tensor part = held(p);
+        parts.push_back(comm.irecv(w, part.data, part.bytes(), push_tag(server)));
+      }
+      comm.wait_all(parts);
+      parts.clear();
     }
-    // Pull: the same sum goes back to every worker. Posting the sends
+    // Pull: each worker's part of the result goes back. Posting the sends
     // without waiting lets them leave while the next chunk comes in, in
     // whatever order the workers are ready.
-    for (int w : order) replies.push_back(comm.isend(w, part.data, part.bytes(), pull_tag(server)));
+    for (int w : order) {
+      const KeyRange p = pattern.pulled(w, r);
+      if (p.count == 0) continue;
+      const Tensor part = held(p);
+      replies.push_back(comm.isend(w, part.data, part.bytes(), pull_tag(server)));
+    }
   }
   comm.wait_all(replies);
 }

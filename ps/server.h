@@ -10,6 +10,8 @@
 #include "common/comm.h"
 #include "common/dtype.h"
 #include "common/reduce.h"
+#include "ps/pattern.h"
+#include "ps/sharding.h"
 
 namespace gradex {
 
@@ -32,16 +34,19 @@ class ServerMemory {
   std::vector<Buffer> buffers_;
 };
 
-// Serves one round of server `server`, whose shard has `count` elements of
-// `dtype`, to the workers of `comm` listed in `order`, taking their pushes
-// in that order (ServerLayout::arrival_order; the host itself may be one of
-// them: its messages to itself are local copies), accumulating in
-// `memory`. Chunk by chunk (`chunk` elements, sharding.h; 0: the whole
-// shard): once every worker's copy of a chunk is in, its sum goes back to
-// every worker while the next chunk is being received. Combines with
-// combining_op(op); finishing an average is left to the workers. The
-// workers' pull receives must be posted before this blocks on its sends.
-void serve_round(Comm& comm, const std::vector<int>& order, int server, std::size_t count,
-                 std::size_t chunk, DType dtype, ReduceOp op, ServerMemory& memory);
+// Serves one round of server `server`, whose shard is the keys `shard` of
+// a buffer of `dtype`, to the workers of `comm` listed in `order`, taking
+// their pushes in that order (ServerLayout::arrival_order; the host itself
+// may be one of them: its messages to itself are local copies),
+// accumulating in `memory`. Chunk by chunk (`chunk` elements, sharding.h;
+// 0: the whole shard): once every worker's part of a chunk is in
+// (`pattern`: the whole chunk from each to combine, or each worker's own
+// part to place), each worker's part of the result goes back while the
+// next chunk is being received. Combines with combining_op(op); finishing
+// an average is left to the workers. The workers' pull receives must be
+// posted before this blocks on its sends.
+void serve_round(Comm& comm, const std::vector<int>& order, int server, KeyRange shard,
+                 std::size_t chunk, DType dtype, ReduceOp op, const PsPattern& pattern,
+                 ServerMemory& memory);
 
 }  // namespace gradex

@@ -11,8 +11,8 @@
 
 namespace gradex {
 
-template <typename Post>
-std::vector<Request> PsWorker::each_chunk(Tensor data, Post post) {
+template <typename Part, typename Post>
+std::vector<Request> PsWorker::each_chunk(Tensor data, Part part, Post post, Hosts hosts) {
   const int servers = layout_.servers();
   std::vector<Request> posted;
   std::size_t most = 0;
@@ -26,19 +26,28 @@ std::vector<Request> PsWorker::each_chunk(Tensor data, Post post) {
     for (int i = 0; i < servers; ++i) {
       const int k = layout_.server_at(comm_.rank(), i);
       if (k < first_server_) continue;
+      const bool here = layout_.host(k) == comm_.rank();
+      if ((hosts == Hosts::here && !here) || (hosts == Hosts::elsewhere && here)) continue;
       const KeyRange shard = layout_.shard(data.count, k);
       if (j >= chunk_count(shard.count, chunk_)) continue;
-      const KeyRange r = chunk_range(shard, chunk_, j);
+      const KeyRange r = part(chunk_range(shard, chunk_, j));
+      if (r.count == 0) continue;  // this worker moves none of it (pattern.h)
       posted.push_back(post(layout_.host(k), data.slice(r.offset, r.count), k));
     }
   }
   return posted;
 }
 
-std::vector<Request> PsWorker::push(Tensor grad) {
-  return each_chunk(grad, [&](int host, const Tensor& part, int k) {
-    return comm_.isend(host, part.data, part.bytes(), push_tag(k));
-  });
+KeyRange PsWorker::pushed(KeyRange r) const { return pattern_.pushed(comm_.rank(), r); }
+KeyRange PsWorker::pulled(KeyRange r) const { return pattern_.pulled(comm_.rank(), r); }
+
+std::vector<Request> PsWorker::push(Tensor grad, Hosts hosts) {
+  return each_chunk(
+      grad, [&](KeyRange r) { return pushed(r); },
+      [&](int host, const Tensor& part, int k) {
+        return comm_.isend(host, part.data, part.bytes(), push_tag(k));
+      },
+      hosts);
 }
 
 void PsWorker::push_paced(Tensor grad) {
@@ -52,24 +61,30 @@ void PsWorker::push_paced(Tensor grad) {
   // it (sends are rendezvous), which it does in arrival order after the
   // workers before this one: with many servers and small shards the
   // workers then advance in a convoy, a latency per server per chunk.
-  const int pushed = layout_.servers() - first_server_;
-  const std::size_t window = static_cast<std::size_t>(std::max(1, pushed));
+  const int servers_pushed = layout_.servers() - first_server_;
+  const std::size_t window = static_cast<std::size_t>(std::max(1, servers_pushed));
   std::deque<Request> in_flight;
-  each_chunk(grad, [&](int host, const Tensor& part, int k) {
-    if (in_flight.size() >= window) {
-      comm_.wait(in_flight.front());
-      in_flight.pop_front();
-    }
-    in_flight.push_back(comm_.isend(host, part.data, part.bytes(), push_tag(k)));
-    return Request{};
-  });
+  each_chunk(
+      grad, [&](KeyRange r) { return pushed(r); },
+      [&](int host, const Tensor& part, int k) {
+        if (in_flight.size() >= window) {
+          comm_.wait(in_flight.front());
+          in_flight.pop_front();
+        }
+        in_flight.push_back(comm_.isend(host, part.data, part.bytes(), push_tag(k)));
+        return Request{};
+      },
+      Hosts::any);
   for (Request& r : in_flight) comm_.wait(r);
 }
 
 std::vector<Request> PsWorker::pull(Tensor out) {
-  return each_chunk(out, [&](int host, const Tensor& part, int k) {
-    return comm_.irecv(host, part.data, part.bytes(), pull_tag(k));
-  });
+  return each_chunk(
+      out, [&](KeyRange r) { return pulled(r); },
+      [&](int host, const Tensor& part, int k) {
+        return comm_.irecv(host, part.data, part.bytes(), pull_tag(k));
+      },
+      Hosts::any);
 }
 
 namespace {
@@ -118,14 +133,16 @@ void hybrid_round(Comm& comm, const ServerLayout& layout, std::size_t chunk, Ten
 }  // namespace
 
 void worker_round(Comm& comm, const ServerLayout& layout, std::size_t chunk, Tensor data,
-                  ReduceOp op, ServerMemory& memory) {
+                  ReduceOp op, ServerMemory& memory, Collective collective) {
   GRADEX_ENFORCE(!data.phantom() || comm.phantom_payloads(), "a worker needs its gradient, rank ",
                  comm.rank());
   if (layout.placement() == ServerPlacement::hybrid) {
+    GRADEX_ENFORCE(collective == Collective::all_reduce, "the hybrid PS runs all-reduce only");
     hybrid_round(comm, layout, chunk, data, op);
     return;
   }
-  PsWorker worker(comm, layout, chunk);
+  const PsPattern pattern(collective, data.count, layout.workers());
+  PsWorker worker(comm, layout, chunk, /*first_server=*/0, pattern);
   // Everything is posted before anything blocks: sends are rendezvous, so
   // a server (possibly this endpoint) can only answer once every worker's
   // pull receive is in place.
@@ -135,16 +152,30 @@ void worker_round(Comm& comm, const ServerLayout& layout, std::size_t chunk, Ten
     // Pipelined to servers elsewhere: nothing here has to run meanwhile.
     worker.push_paced(data);
   } else {
+    // A broadcast's root is its only pusher: its pushes to other hosts go
+    // out first, so their servers can answer while its own server's
+    // replies take its NIC (no push of another worker is waiting on them).
+    if (collective == Collective::broadcast) {
+      std::vector<Request> remote = worker.push(data, PsWorker::Hosts::elsewhere);
+      worker.wait(remote);
+    }
     // A server hosted here must serve while this worker's pushes are out.
-    std::vector<Request> pushes = worker.push(data);
+    std::vector<Request> pushes = worker.push(
+        data, collective == Collective::broadcast ? PsWorker::Hosts::here : PsWorker::Hosts::any);
     for (int k : hosted) {
-      serve_round(comm, layout.arrival_order(k), k, layout.shard(data.count, k).count, chunk,
-                  data.dtype, op, memory);
+      serve_round(comm, layout.arrival_order(k), k, layout.shard(data.count, k), chunk,
+                  data.dtype, op, pattern, memory);
     }
     worker.wait(pushes);
   }
   worker.wait(pulls);
-  finish_reduce(data, op, layout.workers());
+  // An average is finished where the sum lands: everywhere after an
+  // all-reduce, on this worker's block after a reduce-scatter.
+  if (collective == Collective::all_reduce) finish_reduce(data, op, layout.workers());
+  if (collective == Collective::reduce_scatter) {
+    const KeyRange own = pattern.pulled(comm.rank(), KeyRange{0, data.count});
+    finish_reduce(data.slice(own.offset, own.count), op, layout.workers());
+  }
 }
 
 }  // namespace gradex

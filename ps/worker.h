@@ -8,6 +8,7 @@
 #include "common/comm.h"
 #include "common/dtype.h"
 #include "common/reduce.h"
+#include "ps/pattern.h"
 #include "ps/server.h"
 #include "ps/sharding.h"
 
@@ -17,13 +18,23 @@ class PsWorker {
  public:
   // `chunk`: the pipelining chunk in elements (sharding.h; 0: whole shards).
   // Servers below `first_server` are left out (hybrid: the workers' own).
-  PsWorker(Comm& comm, const ServerLayout& layout, std::size_t chunk, int first_server = 0)
-      : comm_(comm), layout_(layout), chunk_(chunk), first_server_(first_server) {}
+  // `pattern`: which part of each chunk this worker pushes and pulls
+  // (pattern.h; by default all of it, as an all-reduce).
+  PsWorker(Comm& comm, const ServerLayout& layout, std::size_t chunk, int first_server = 0,
+           PsPattern pattern = PsPattern(Collective::all_reduce, 0, 1))
+      : comm_(comm),
+        layout_(layout),
+        chunk_(chunk),
+        first_server_(first_server),
+        pattern_(pattern) {}
 
+  // Which servers' shards a push sends: all, or those hosted on this
+  // endpoint or elsewhere.
+  enum class Hosts { any, here, elsewhere };
   // Sends each non-empty shard of `grad` to the endpoint of its server, in
   // chunks: chunk 0 of every shard, then chunk 1 of every shard, ..., so
   // every server can start summing after one chunk per worker.
-  std::vector<Request> push(Tensor grad);
+  std::vector<Request> push(Tensor grad, Hosts hosts = Hosts::any);
   // The same chunks, one round (a chunk per server) in flight at most:
   // returns when all have been taken. Only for a worker that hosts no server (it blocks meanwhile).
   void push_paced(Tensor grad);
@@ -35,22 +46,28 @@ class PsWorker {
   void wait(std::vector<Request>& requests) { comm_.wait_all(requests); }
 
  private:
-  // Posts `post(host, part, tag)` for every chunk of every shard of `data`.
-  template <typename Post>
-  std::vector<Request> each_chunk(Tensor data, Post post);
+  // Posts `post(host, data's range part(r), server)` for every chunk r of
+  // every shard of `data` (on `hosts`) whose part is not empty.
+  template <typename Part, typename Post>
+  std::vector<Request> each_chunk(Tensor data, Part part, Post post, Hosts hosts);
+  KeyRange pushed(KeyRange r) const;
+  KeyRange pulled(KeyRange r) const;
 
   Comm& comm_;
   const ServerLayout& layout_;
   std::size_t chunk_;
   int first_server_;
+  PsPattern pattern_;
 };
 
-// One synchronous round on worker endpoint comm.rank(): push every shard,
-// pull every result, and run the servers this endpoint hosts (co-located
-// placement) in between, accumulating in `memory`. Hybrid placement moves
-// the workers' own servers' keys as a ring among the workers instead (see
-// worker.cpp). Ends with op over all workers' `data`, in place.
+// One synchronous round of `collective` on worker endpoint comm.rank():
+// push, pull (pattern.h), and run the servers this endpoint hosts
+// (co-located placement) in between, accumulating in `memory`. Hybrid
+// placement (all-reduce only) moves the workers' own servers' keys as a
+// ring among the workers instead (see worker.cpp). Ends with `data` as the
+// collective leaves it, in place.
 void worker_round(Comm& comm, const ServerLayout& layout, std::size_t chunk, Tensor data,
-                  ReduceOp op, ServerMemory& memory);
+                  ReduceOp op, ServerMemory& memory,
+                  Collective collective = Collective::all_reduce);
 
 }  // namespace gradex

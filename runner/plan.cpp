@@ -217,15 +217,11 @@ RunPlan plan_runs(Scenario scenario) {
                           "with " + std::to_string(workers) + " workers, scheme '" + name +
                               "': " + e.reason());
       }
-      // ZeRO-2 training shards with reduce-scatter and all-gather: "all"
-      // means the schemes that provide both (a scheme named outright
-      // without them is refused by name when the training is planned).
+      // ZeRO training shards with reduce-scatter and all-gather: "all"
+      // means the schemes that can (shards_training; a scheme named
+      // outright that cannot is refused by name when the training is planned).
       const bool shards = scenario.training && scenario.training->zero > 0;
-      if (shards && scenario.all_schemes &&
-          !(run.instance->provides(Collective::reduce_scatter) &&
-            run.instance->provides(Collective::all_gather))) {
-        continue;
-      }
+      if (shards && scenario.all_schemes && !shards_training(*run.instance)) continue;
       // "all" means every scheme that provides the collective; a scheme
       // named outright must provide it, or, when "collective" sweeps, one
       // of the swept collectives (checked over the points by the caller).

@@ -100,12 +100,11 @@ void run_consistency_on_group(const Scenario& sc, const TrainJob& job, Comm& com
   }
 }
 
-// ZeRO needs reduce_scatter and all_gather of every planned scheme,
-// checked before any run starts.
+// ZeRO needs every planned scheme to shard (shards_training), checked
+// before any run starts.
 void check_zero_schemes(const RunPlan& plan, const TrainJob& job) {
   for (const PlannedRun& run : plan.runs) {
-    check_zero(job.config().zero, [&](Collective c) { return run.instance->provides(c); },
-               run.scheme, workload_pointer()("zero"));
+    check_zero(job.config().zero, *run.instance, run.scheme, workload_pointer()("zero"));
   }
 }
 

@@ -19,6 +19,7 @@
 #include "common/errors.h"
 #include "common/verify.h"
 #include "config/scenario.h"
+#include "ps/parameter_server.h"
 #include "runner/measure.h"
 #include "runner/plan.h"
 #include "runner/simulate.h"
@@ -112,6 +113,10 @@ TEST_P(Provided, MovesTheBandwidthOptimalBytesPerRank) {
   constexpr int n = 8;  // a power of two: no folded ranks
   constexpr std::size_t count = n * 1024;
   auto scheme = make_scheme(name, providing(c, options_for(n)));
+  if (dynamic_cast<const ParameterServerScheme*>(scheme.get()) != nullptr) {
+    GTEST_SKIP() << "a parameter server is not bandwidth-optimal by design: "
+                    "PsCollectives.MoveWhatThePatternSays checks its bytes";
+  }
   std::uint64_t total_sent = 0;
   for (int e = 0; e < n; ++e) {
     const Traffic t = scheme->collective_traffic(c, e, count, DType::f32);
@@ -129,6 +134,12 @@ TEST_P(Provided, MovesTheBandwidthOptimalBytesPerRank) {
 // Where no two flows share a port, the simulator and the model agree.
 TEST_P(Provided, ModelAgreesWithTheSimulatorWithoutContention) {
   const auto& [name, c] = GetParam();
+  if (c == Collective::broadcast && make_scheme(name, options_for(4))->endpoints() == 4 &&
+      dynamic_cast<const ParameterServerScheme*>(make_scheme(name, options_for(4)).get())) {
+    GTEST_SKIP() << "a co-located PS's broadcast: the root's own server answers as soon as its "
+                    "pushes leave, a latency before the model's pull phase (results/README.md, "
+                    "Model against simulator: known gaps)";
+  }
   for (int n : {2, 4, 8}) {
     SchemeOptions o = providing(c, options_for(n));
     o.segment_bytes = std::size_t{1} << 30;  // one message per step
@@ -136,12 +147,17 @@ TEST_P(Provided, ModelAgreesWithTheSimulatorWithoutContention) {
     sim::SimRequest req;
     req.collective = c;
     req.count = std::size_t(n) * 3 * 4096;
-    req.topology = Topology::grouped(n, 1, 0, {100 * kGB, 1e-6}, {10 * kGB, 5e-6});
+    req.topology = Topology::grouped(n, 1, scheme->endpoints() - n, {100 * kGB, 1e-6},
+                                     {10 * kGB, 5e-6});
     const double simulated = sim::simulate_allreduce(*scheme, req).seconds;
     const double model = scheme->collective_model_time(c, req.count * 4, req.topology);
     ASSERT_GT(model, 0);
-    EXPECT_NEAR(simulated / model, 1.0, 0.02) << "n " << n << " sim " << simulated
-                                              << " model " << model;
+    // A parameter server's flows share its hosts' ports by design; its
+    // model counts the busiest port's bytes per phase, a latency each, as
+    // tests/ps_test.cpp holds its all-reduce to (5%).
+    const bool ps = dynamic_cast<const ParameterServerScheme*>(scheme.get()) != nullptr;
+    EXPECT_NEAR(simulated / model, 1.0, ps ? 0.05 : 0.02)
+        << "n " << n << " sim " << simulated << " model " << model;
   }
 }
 
@@ -240,7 +256,10 @@ TEST(CollectiveRegistry, WhoProvidesWhat) {
   EXPECT_FALSE(hd->provides(Collective::broadcast));
   EXPECT_TRUE(make_scheme("tree", options_for(4))->provides(Collective::broadcast));
   EXPECT_FALSE(make_scheme("tree", options_for(4))->provides(Collective::all_gather));
-  EXPECT_FALSE(make_scheme("ps", options_for(4))->provides(Collective::all_gather));
+  for (Collective c : kCollectives) {
+    EXPECT_TRUE(make_scheme("ps", options_for(4))->provides(c)) << collective_name(c);
+  }
+  EXPECT_FALSE(make_scheme("ps_hybrid", options_for(4))->provides(Collective::all_gather));
 }
 
 TEST(CollectiveBusFactor, IsNcclTestsFactorPerCollective) {
@@ -307,9 +326,9 @@ TEST(CollectiveScenario, ParsesAndRefusesWhatDoesNotApply) {
       R"({"name": "x", "sizes": [8], "collective": "reduce_scatter", "slice_bytes": 1024})");
   EXPECT_NE(slice.find("/slice_bytes"), std::string::npos) << slice;
   const std::string named = error_of(
-      R"({"name": "x", "sizes": [8], "collective": "broadcast", "schemes": ["ring", "ps"]})");
+      R"({"name": "x", "sizes": [8], "collective": "broadcast", "schemes": ["ring", "ps_hybrid"]})");
   EXPECT_NE(named.find("/schemes/1"), std::string::npos) << named;
-  EXPECT_NE(named.find("'ps' does not provide"), std::string::npos) << named;
+  EXPECT_NE(named.find("'ps_hybrid' does not provide"), std::string::npos) << named;
 }
 
 TEST(CollectivePlan, AllMeansEverySchemeThatProvidesIt) {
@@ -321,13 +340,15 @@ TEST(CollectivePlan, AllMeansEverySchemeThatProvidesIt) {
   }
 }
 
-// ZeRO-2 training over "all" schemes plans those that can shard.
+// ZeRO-2 training over "all" schemes plans those that can shard: the PS
+// whose servers run on the workers, not the one with servers of its own.
 TEST(CollectivePlan, ZeroTrainingOverAllPlansTheSchemesThatShard) {
   const RunPlan plan = plan_runs(parse(
       R"({"name": "z", "workers": [4], "workload": {"kind": "train", "zero": 2}})"));
   std::vector<std::string> names;
   for (const PlannedRun& run : plan.runs) names.push_back(run.scheme);
-  EXPECT_EQ(names, (std::vector<std::string>{"ring", "halving_doubling", "hierarchical"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"ring", "halving_doubling", "hierarchical",
+                                             "ps_colocated", "dp_master"}));
 }
 
 // A sweep over "collective" runs a named scheme at the points whose

@@ -84,8 +84,9 @@ TEST_F(Launch, ItsProcessesTakeTheCollectiveAndUnshapedFlags) {
   EXPECT_NE(o.find("# all_gather, transport tcp"), std::string::npos) << o;
   EXPECT_NE(o.find("# network: unshaped"), std::string::npos) << o;
   EXPECT_NE(o.find("Out of bounds values : 0 OK"), std::string::npos) << o;
-  EXPECT_EQ(shell(kGradex + " launch -n 3 --collective all_gather -s ps --no-output " + sc.string()),
-            2);
+  EXPECT_EQ(
+      shell(kGradex + " launch -n 3 --collective all_gather -s ps_hybrid --no-output " + sc.string()),
+      2);
   EXPECT_NE(slurp(dir_ / "stderr").find("does not provide"), std::string::npos)
       << slurp(dir_ / "stderr");
 }

@@ -312,5 +312,53 @@ TEST(PsShaped, OneServerTimeGrowsWithWorkers) {
   EXPECT_LT(times[1] / times[0], 3.0);
 }
 
+// Reduce-scatter, all-gather and broadcast through the servers
+// (ps/pattern.h): what each endpoint declares is what the pattern moves,
+// checked here in closed form for one dedicated server and n workers, S
+// bytes. A reduce-scatter pushes S and pulls its block; an all-gather
+// pushes its block and pulls S; a broadcast's root pushes S, every other
+// worker pulls it. The runs themselves (values, counted traffic equal to
+// these) are tests/collective_test.cpp's, as for every scheme.
+TEST(PsCollectives, MoveWhatThePatternSays) {
+  constexpr int n = 4;
+  constexpr std::size_t count = n * 1000;
+  constexpr std::uint64_t S = count * 4;
+  SchemeOptions o;
+  o.workers = n;
+  o.servers = 1;
+  for (const char* name : {"ps", "ps_pipelined"}) {
+    const auto scheme = make_scheme(name, o);
+    ASSERT_EQ(scheme->endpoints(), n + 1);
+    const auto traffic = [&](Collective c, int e) {
+      return scheme->collective_traffic(c, e, count, DType::f32);
+    };
+    for (int w = 0; w < n; ++w) {
+      EXPECT_EQ(traffic(Collective::reduce_scatter, w).bytes_sent, S) << name;
+      EXPECT_EQ(traffic(Collective::reduce_scatter, w).bytes_received, S / n) << name;
+      EXPECT_EQ(traffic(Collective::all_gather, w).bytes_sent, S / n) << name;
+      EXPECT_EQ(traffic(Collective::all_gather, w).bytes_received, S) << name;
+      EXPECT_EQ(traffic(Collective::broadcast, w).bytes_sent, w == 0 ? S : 0) << name;
+      EXPECT_EQ(traffic(Collective::broadcast, w).bytes_received, w == 0 ? 0 : S) << name;
+    }
+    const Traffic rs = traffic(Collective::reduce_scatter, n);
+    const Traffic ag = traffic(Collective::all_gather, n);
+    const Traffic bc = traffic(Collective::broadcast, n);
+    EXPECT_EQ(rs.bytes_received, n * S) << name;
+    EXPECT_EQ(rs.bytes_sent, S) << name;
+    EXPECT_EQ(ag.bytes_received, S) << name;
+    EXPECT_EQ(ag.bytes_sent, n * S) << name;
+    EXPECT_EQ(bc.bytes_received, S) << name;
+    EXPECT_EQ(bc.bytes_sent, (n - 1) * S) << name;
+    // The same bytes in more messages when pipelined (1 MiB chunks here
+    // are one chunk: the whole shard), and through one port: the server's.
+    EXPECT_GT(scheme->collective_model_time(Collective::reduce_scatter, S,
+                                            Topology::grouped(n, 1, 1, {1e9, 1e-6}, {1e9, 1e-6})),
+              0.0);
+  }
+  // Hybrid moves its workers' keys round a ring: all-reduce only.
+  o.placement = ServerPlacement::hybrid;
+  EXPECT_FALSE(make_scheme("ps_hybrid", o)->provides(Collective::reduce_scatter));
+}
+
 }  // namespace
 }  // namespace gradex

@@ -63,9 +63,12 @@ class SchemeExchange final : public GradientExchange {
   void serve(Comm& comm, std::size_t count, DType dtype, ReduceOp op) override {
     scheme_->allreduce(comm, Tensor{nullptr, count, dtype}, op);
   }
-  // The scheme's own broadcast where it provides one.
+  // The scheme's own broadcast where it provides one and runs it on the
+  // workers alone (a dedicated server sits out training's broadcast).
   void broadcast(Comm& comm, Tensor data) override {
-    if (scheme_->provides(Collective::broadcast)) return scheme_->broadcast(comm, data);
+    if (scheme_->provides(Collective::broadcast) && scheme_->endpoints() == workers()) {
+      return scheme_->broadcast(comm, data);
+    }
     GradientExchange::broadcast(comm, data);
   }
   bool provides(Collective c) const override { return scheme_->provides(c); }

@@ -304,20 +304,23 @@ void check_zero_stage(int zero) {
   }
 }
 
-void check_zero(int zero, const std::function<bool(Collective)>& provides,
-                const std::string& name, const std::string& field) {
-  if (zero == 0) return;
+void check_zero(int zero, const Scheme& scheme, const std::string& name,
+                const std::string& field) {
+  if (zero == 0 || shards_training(scheme)) return;
   std::string missing;
   for (Collective c : {Collective::reduce_scatter, Collective::all_gather}) {
-    if (provides(c)) continue;
+    if (scheme.provides(c)) continue;
     if (!missing.empty()) missing += " and ";
     missing += collective_name(c);
   }
+  const std::string stage = "ZeRO-" + std::to_string(zero);
   if (!missing.empty()) {
-    throw ConfigError(field, "ZeRO-" + std::to_string(zero) +
-                                 " needs a scheme that provides reduce_scatter and all_gather; '" +
-                                 name + "' provides no " + missing);
+    throw ConfigError(field, stage + " needs a scheme that provides reduce_scatter and "
+                                     "all_gather; '" + name + "' provides no " + missing);
   }
+  throw ConfigError(field, stage + " runs on the workers alone; '" + name + "' has " +
+                               std::to_string(scheme.endpoints() - scheme.workers()) +
+                               " dedicated server endpoint(s)");
 }
 
 std::string run_label(const std::string& scheme, const TrainConfig& config) {
@@ -432,8 +435,9 @@ TrainResult train_data_parallel(const std::string& scheme_name, const SchemeOpti
                                 const TransportOptions& transport_options, Trace* trace,
                                 const EpochCallback& on_epoch) {
   check(config, options.workers);
-  SchemeExchange exchange(make_scheme(scheme_name, options));
-  check_zero(config.zero, [&](Collective c) { return exchange.provides(c); }, scheme_name, "zero");
+  std::unique_ptr<Scheme> scheme = make_scheme(scheme_name, options);
+  check_zero(config.zero, *scheme, scheme_name, "zero");
+  SchemeExchange exchange(std::move(scheme));
   // Bad input fails here, before any rank starts (or connects).
   training_steps_per_epoch(config, source.samples, exchange.workers());
   TrainResult result;

@@ -174,10 +174,11 @@ inline bool carries_sizes_only(const std::string& transport, bool emulated) {
 
 // Throws ConfigError ("zero") for a ZeRO stage gradex does not run.
 void check_zero_stage(int zero);
-// Throws ConfigError naming `field` when ZeRO stage `zero` shards and the
-// scheme `name` lacks reduce_scatter or all_gather (`provides` asks it).
-void check_zero(int zero, const std::function<bool(Collective)>& provides,
-                const std::string& name, const std::string& field);
+// Throws ConfigError naming `field` when ZeRO stage `zero` shards and
+// `scheme` (named `name`) cannot shard (shards_training): it lacks
+// reduce_scatter or all_gather, or has dedicated server endpoints.
+void check_zero(int zero, const Scheme& scheme, const std::string& name,
+                const std::string& field);
 // A run's name in reports: the scheme's, marked when sharded.
 std::string run_label(const std::string& scheme, const TrainConfig& config);
 
