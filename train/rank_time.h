@@ -49,10 +49,8 @@ class RankTime {
   bool computing() const { return open_; }
   // Where the open stretch's compute has got to on the rank's clock.
   double position() const { return start_ + elapsed(); }
-  // Where the current stretch started, on the rank's clock.
-  double started() const { return start_; }
   // Ends the stretch and returns its end on the rank's clock: on a virtual
-  // clock the rank first sleeps until started() + elapsed().
+  // clock the rank first sleeps until position().
   double end();
 
  private:
