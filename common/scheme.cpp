@@ -36,9 +36,9 @@ double Scheme::collective_model_time(Collective c, std::size_t bytes,
   return model_time(bytes, topology);
 }
 
-bool shards_training(const Scheme& s) {
+bool shards_training(const Scheme& s, int zero) {
   return s.provides(Collective::reduce_scatter) && s.provides(Collective::all_gather) &&
-         s.endpoints() == s.workers();
+         (zero != 3 || s.endpoints() == s.workers());
 }
 
 }  // namespace gradex

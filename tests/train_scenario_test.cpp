@@ -228,8 +228,8 @@ TEST_F(TrainScenario, LaunchRunsTheNoSyncBaseline) {
 }
 
 // A "zero": 2 workload runs ZeRO-2 in the launched processes as in the
-// threads, bit for bit; a scheme without reduce_scatter is refused by
-// name before anything runs.
+// threads, bit for bit, also over a PS's dedicated server; a scheme
+// without reduce_scatter is refused by name before anything runs.
 // ZeRO-2 and ZeRO-3 launched as processes over tcp (and ZeRO-3 on the
 // simulator) train what they train in process; each rank process reports
 // its own peak resident size.
@@ -270,6 +270,23 @@ TEST_F(TrainScenario, ZeroLaunchesOverTcpAndMatchesInProcess) {
   EXPECT_EQ(simulated["scheme"], "ring zero-3");
   EXPECT_TRUE(simulated["wire_matches_declared"].get<bool>());
   EXPECT_EQ(simulated["params_fnv1a"], results("zero_inproc3")["runs"][0]["params_fnv1a"]);
+
+  // ZeRO-2 over a PS's dedicated server, its own process over tcp: the
+  // server replays the step's reduce-scatter and all-gather.
+  for (const std::string& name : {std::string("zero_ps_inproc"), std::string("zero_ps_tcp")}) {
+    const bool tcp = name == "zero_ps_tcp";
+    const fs::path sc = scenario(name, tcp ? zero : "");
+    std::string text = slurp(sc);
+    text.replace(text.find(R"(["ring"])"), 8, R"(["ps"])");
+    text.replace(text.find(R"("max_steps": 3,)"), 15, R"("max_steps": 3, "zero": 2,)");
+    std::ofstream(sc) << text;
+    const Outcome o = gradex((tcp ? "launch -n 2 " : "run ") + sc.string());
+    ASSERT_EQ(o.code, 0) << o.err << o.out;
+  }
+  const auto ps_tcp = results("zero_ps_tcp")["runs"][0];
+  EXPECT_EQ(ps_tcp["scheme"], "ps zero-2");
+  EXPECT_TRUE(ps_tcp["wire_matches_declared"].get<bool>());
+  EXPECT_EQ(ps_tcp["params_fnv1a"], results("zero_ps_inproc")["runs"][0]["params_fnv1a"]);
 
   const fs::path tree = scenario("zero_tree", "");
   std::string text = slurp(tree);

@@ -252,7 +252,7 @@ class SignallingExchange final : public GradientExchange {
     started_.push_back(data.count);
     if (started_.size() == 1) first_.set_value();
   }
-  void serve(Comm&, std::size_t, DType, ReduceOp) override {}
+  void serve(Comm&, const ExchangeCall&) override {}
   std::future<void> first() { return first_.get_future(); }
   std::vector<std::size_t> started() {
     std::lock_guard lock(mutex_);

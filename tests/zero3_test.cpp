@@ -195,7 +195,7 @@ TEST(Zero3, OnTheSimulatorMatchesInProcessBitForBit) {
   ModelSource source;
   source.make_model = [&c] { return std::make_unique<Mlp>(c.layers, tiny_data()); };
   source.samples = tiny_data().size();
-  for (const std::string& scheme : testing::sharding_schemes()) {
+  for (const std::string& scheme : testing::sharding_schemes(3)) {
     if (scheme == "auto") continue;  // it times its candidates: wall clock against virtual
     const TrainResult threads = train_data_parallel(scheme, workers(3), c, source, "inproc", {});
     const TrainResult fibers = train_data_parallel(scheme, workers(3), c, source, "sim", {});

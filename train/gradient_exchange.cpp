@@ -99,11 +99,14 @@ void broadcast_from_worker0(GradientExchange& exchange, Comm& comm, Tensor data)
   exchange.broadcast(comm, data);
 }
 
-void serve_call(GradientExchange& exchange, Comm& comm, const ExchangeCall& call) {
-  // Only all-reduces have dedicated servers: ZeRO needs schemes without.
-  GRADEX_ENFORCE(call.collective == Collective::all_reduce, "a server cannot serve ",
-                 collective_name(call.collective));
-  exchange.serve(comm, call.count, call.dtype, call.op);
+void SchemeExchange::serve(Comm& comm, const ExchangeCall& call) {
+  const Tensor sizes{nullptr, call.count, call.dtype};
+  switch (call.collective) {
+    case Collective::all_reduce: return scheme_->allreduce(comm, sizes, call.op);
+    case Collective::reduce_scatter: return scheme_->reduce_scatter(comm, sizes, call.op);
+    case Collective::all_gather: return scheme_->all_gather(comm, sizes);
+    case Collective::broadcast: return scheme_->broadcast(comm, sizes);
+  }
 }
 
 }  // namespace gradex

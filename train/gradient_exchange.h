@@ -2,7 +2,8 @@
 // SchemeExchange puts any registered Scheme behind it, so the same loop runs
 // under ring, tree, halving-doubling, hierarchical and the parameter
 // server. Dedicated server endpoints (after the workers) take part in every
-// exchange with serve(), given only the size, as Scheme::allreduce expects.
+// exchange with serve(), given only the collective and its size, as the
+// Scheme's collectives expect.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,15 @@ enum class Compression { none, fp16, bf16 };
 Compression parse_compression(const std::string& text, const std::string& field = "compression");
 std::string compression_name(Compression c);
 
+// One exchange as every endpoint sees it: servers replay these to match the
+// workers call for call.
+struct ExchangeCall {
+  std::size_t count = 0;
+  DType dtype = DType::f32;
+  ReduceOp op = ReduceOp::sum;
+  Collective collective = Collective::all_reduce;
+};
+
 class GradientExchange {
  public:
   virtual ~GradientExchange() = default;
@@ -30,8 +40,8 @@ class GradientExchange {
   virtual int endpoints() const = 0;
   // On a worker: data ends as op over every worker's data, in place.
   virtual void allreduce(Comm& comm, Tensor data, ReduceOp op) = 0;
-  // On a non-worker endpoint: take part in the matching allreduce.
-  virtual void serve(Comm& comm, std::size_t count, DType dtype, ReduceOp op) = 0;
+  // On a non-worker endpoint: take part in the workers' matching exchange.
+  virtual void serve(Comm& comm, const ExchangeCall& call) = 0;
   // On a worker: worker 0's data ends on every worker, S bytes into each
   // (dedicated servers take no part). By default a pipelined ring
   // broadcast over the workers.
@@ -60,9 +70,7 @@ class SchemeExchange final : public GradientExchange {
   void allreduce(Comm& comm, Tensor data, ReduceOp op) override {
     scheme_->allreduce(comm, data, op);
   }
-  void serve(Comm& comm, std::size_t count, DType dtype, ReduceOp op) override {
-    scheme_->allreduce(comm, Tensor{nullptr, count, dtype}, op);
-  }
+  void serve(Comm& comm, const ExchangeCall& call) override;
   // The scheme's own broadcast where it provides one and runs it on the
   // workers alone (a dedicated server sits out training's broadcast).
   void broadcast(Comm& comm, Tensor data) override {
@@ -85,15 +93,6 @@ class SchemeExchange final : public GradientExchange {
   std::unique_ptr<Scheme> scheme_;
 };
 
-// One exchange as every endpoint sees it: servers replay these to match the
-// workers call for call.
-struct ExchangeCall {
-  std::size_t count = 0;
-  DType dtype = DType::f32;
-  ReduceOp op = ReduceOp::sum;
-  Collective collective = Collective::all_reduce;
-};
-
 // Gradient averaging over the workers of one float range, through the
 // compression hook: fp16/bf16 divide by the worker count before narrowing
 // (PyTorch's fp16_compress_hook order, so the sum cannot overflow) and sum.
@@ -108,7 +107,5 @@ ExchangeCall average_call(std::size_t count, Compression compression, Collective
 
 // Worker 0's values to every worker (GradientExchange::broadcast).
 void broadcast_from_worker0(GradientExchange& exchange, Comm& comm, Tensor data);
-
-void serve_call(GradientExchange& exchange, Comm& comm, const ExchangeCall& call);
 
 }  // namespace gradex

@@ -306,7 +306,7 @@ void check_zero_stage(int zero) {
 
 void check_zero(int zero, const Scheme& scheme, const std::string& name,
                 const std::string& field) {
-  if (zero == 0 || shards_training(scheme)) return;
+  if (zero == 0 || shards_training(scheme, zero)) return;
   std::string missing;
   for (Collective c : {Collective::reduce_scatter, Collective::all_gather}) {
     if (scheme.provides(c)) continue;
@@ -320,7 +320,8 @@ void check_zero(int zero, const Scheme& scheme, const std::string& name,
   }
   throw ConfigError(field, stage + " runs on the workers alone; '" + name + "' has " +
                                std::to_string(scheme.endpoints() - scheme.workers()) +
-                               " dedicated server endpoint(s)");
+                               " dedicated server endpoint(s), which replay a step's exchanges "
+                               "in an order fixed before it starts (ZeRO-2 runs over them)");
 }
 
 std::string run_label(const std::string& scheme, const TrainConfig& config) {
@@ -364,7 +365,7 @@ TrainResult train_rank(Comm& comm, GradientExchange& exchange, const TrainConfig
     // A dedicated server: replay the workers' exchanges, call for call
     // (the initial broadcast is the workers' alone).
     for (long s = 0; config.synchronise && s < result.steps; ++s) {
-      for (const ExchangeCall& c : step_calls) serve_call(exchange, comm, c);
+      for (const ExchangeCall& c : step_calls) exchange.serve(comm, c);
     }
     return result;
   }

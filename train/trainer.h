@@ -176,7 +176,7 @@ inline bool carries_sizes_only(const std::string& transport, bool emulated) {
 void check_zero_stage(int zero);
 // Throws ConfigError naming `field` when ZeRO stage `zero` shards and
 // `scheme` (named `name`) cannot shard (shards_training): it lacks
-// reduce_scatter or all_gather, or has dedicated server endpoints.
+// reduce_scatter or all_gather, or (ZeRO-3) has dedicated server endpoints.
 void check_zero(int zero, const Scheme& scheme, const std::string& name,
                 const std::string& field);
 // A run's name in reports: the scheme's, marked when sharded.
