@@ -302,7 +302,7 @@ Command add_train_command(CLI::App& parent) {
             w.overlap = !f->no_overlap;
             if (f->zero != 0) w.zero = f->zero;
             const auto shards = [&](const std::string& s) {
-              return shards_training(*make_scheme(s, setup_for(*f, s).options), w.zero);
+              return shards_training(*make_scheme(s, setup_for(*f, s).options));
             };
             std::vector<std::string> schemes;
             for (const std::string& s : f->schemes) {

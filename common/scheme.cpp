@@ -36,9 +36,8 @@ double Scheme::collective_model_time(Collective c, std::size_t bytes,
   return model_time(bytes, topology);
 }
 
-bool shards_training(const Scheme& s, int zero) {
-  return s.provides(Collective::reduce_scatter) && s.provides(Collective::all_gather) &&
-         (zero != 3 || s.endpoints() == s.workers());
+bool shards_training(const Scheme& s) {
+  return s.provides(Collective::reduce_scatter) && s.provides(Collective::all_gather);
 }
 
 }  // namespace gradex

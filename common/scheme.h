@@ -117,13 +117,10 @@ class Scheme {
 
 // Splits `count` elements into `parts` contiguous blocks whose sizes differ
 // by at most one (the first count % parts blocks get the extra element).
-// Whether ZeRO stage `zero` (2 or 3) can shard training over `s`: it
-// provides reduce_scatter and all_gather, and under ZeRO-3 it runs on the
-// workers alone. Dedicated servers replay a step as a list of exchanges
-// fixed before it starts (train/trainer.cpp); ZeRO-2's is (a reduce-scatter
-// per bucket, then an all-gather per bucket), ZeRO-3's is not: the model's
-// passes interleave its per-layer gathers with backward's reduce-scatters.
-bool shards_training(const Scheme& s, int zero);
+// Whether ZeRO's training can shard over `s`: it provides reduce_scatter
+// and all_gather (a PS's dedicated servers replay the workers' exchanges
+// in their order, train/trainer.cpp).
+bool shards_training(const Scheme& s);
 
 struct BlockSplit {
   std::size_t count;

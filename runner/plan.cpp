@@ -220,8 +220,8 @@ RunPlan plan_runs(Scenario scenario) {
       // ZeRO training shards with reduce-scatter and all-gather: "all"
       // means the schemes that can (shards_training; a scheme named
       // outright that cannot is refused by name when the training is planned).
-      const int zero = scenario.training ? scenario.training->zero : 0;
-      if (zero > 0 && scenario.all_schemes && !shards_training(*run.instance, zero)) continue;
+      const bool shards = scenario.training && scenario.training->zero > 0;
+      if (shards && scenario.all_schemes && !shards_training(*run.instance)) continue;
       // "all" means every scheme that provides the collective; a scheme
       // named outright must provide it, or, when "collective" sweeps, one
       // of the swept collectives (checked over the points by the caller).

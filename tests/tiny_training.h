@@ -57,12 +57,11 @@ inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>
   return m;
 }
 
-// The registered schemes that can shard at ZeRO stage `zero`
-// (shards_training).
-inline std::vector<std::string> sharding_schemes(int zero) {
+// The registered schemes that can shard (ZeRO, shards_training).
+inline std::vector<std::string> sharding_schemes() {
   std::vector<std::string> names;
   for (const std::string& name : portable_scheme_names()) {
-    if (shards_training(*make_scheme(name, workers(4)), zero)) names.push_back(name);
+    if (shards_training(*make_scheme(name, workers(4)))) names.push_back(name);
   }
   return names;
 }

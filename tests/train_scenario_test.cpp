@@ -227,35 +227,39 @@ TEST_F(TrainScenario, LaunchRunsTheNoSyncBaseline) {
   EXPECT_TRUE(runs[0]["comm_share"].is_number()) << runs[0].dump();
 }
 
-// A "zero": 2 workload runs ZeRO-2 in the launched processes as in the
-// threads, bit for bit, also over a PS's dedicated server; a scheme
-// without reduce_scatter is refused by name before anything runs.
 // ZeRO-2 and ZeRO-3 launched as processes over tcp (and ZeRO-3 on the
-// simulator) train what they train in process; each rank process reports
-// its own peak resident size.
+// simulator) train what they train in process, bit for bit, over the ring
+// and over a PS whose dedicated server, a process of its own, replays the
+// workers' exchanges in their order; each rank process reports its own
+// peak resident size. A scheme without reduce_scatter is refused by name
+// before anything runs.
 TEST_F(TrainScenario, ZeroLaunchesOverTcpAndMatchesInProcess) {
   const std::string zero = R"(, "transport": "tcp")";
-  for (int stage : {2, 3}) {
-    const std::string tag = std::to_string(stage);
-    for (const std::string& name : {"zero_inproc" + tag, "zero_tcp" + tag}) {
-      const bool tcp = name.starts_with("zero_tcp");
-      const fs::path sc = scenario(name, tcp ? zero : "");
-      std::string text = slurp(sc);
-      text.replace(text.find(R"("max_steps": 3,)"), 15,
-                   R"("max_steps": 3, "zero": )" + tag + ",");
-      std::ofstream(sc) << text;
-      const Outcome o = gradex((tcp ? "launch -n 2 " : "run ") + sc.string());
-      ASSERT_EQ(o.code, 0) << o.err << o.out;
-      EXPECT_NE(o.out.find("ring zero-" + tag + " epoch 2:"), std::string::npos) << o.out;
+  for (const std::string scheme : {"ring", "ps"}) {
+    for (int stage : {2, 3}) {
+      const std::string tag = (scheme == "ring" ? "" : scheme) + std::to_string(stage);
+      for (const std::string& name : {"zero_inproc" + tag, "zero_tcp" + tag}) {
+        const bool tcp = name.starts_with("zero_tcp");
+        const fs::path sc = scenario(name, tcp ? zero : "");
+        std::string text = slurp(sc);
+        text.replace(text.find(R"(["ring"])"), 8, "[\"" + scheme + "\"]");
+        text.replace(text.find(R"("max_steps": 3,)"), 15,
+                     R"("max_steps": 3, "zero": )" + std::to_string(stage) + ",");
+        std::ofstream(sc) << text;
+        const Outcome o = gradex((tcp ? "launch -n 2 " : "run ") + sc.string());
+        ASSERT_EQ(o.code, 0) << o.err << o.out;
+        const std::string label = scheme + " zero-" + std::to_string(stage);
+        EXPECT_NE(o.out.find(label + " epoch 2:"), std::string::npos) << o.out;
+      }
+      const auto a = results("zero_inproc" + tag)["runs"][0];
+      const auto b = results("zero_tcp" + tag)["runs"][0];
+      EXPECT_EQ(b["scheme"], scheme + " zero-" + std::to_string(stage));
+      EXPECT_EQ(b["zero"], stage);
+      EXPECT_TRUE(b["replicas_agree"].get<bool>());
+      EXPECT_TRUE(b["wire_matches_declared"].get<bool>());
+      EXPECT_EQ(a["params_fnv1a"], b["params_fnv1a"]);
+      EXPECT_GT(b["process_peak_resident_bytes"].get<double>(), 0);
     }
-    const auto a = results("zero_inproc" + tag)["runs"][0];
-    const auto b = results("zero_tcp" + tag)["runs"][0];
-    EXPECT_EQ(b["scheme"], "ring zero-" + tag);
-    EXPECT_EQ(b["zero"], stage);
-    EXPECT_TRUE(b["replicas_agree"].get<bool>());
-    EXPECT_TRUE(b["wire_matches_declared"].get<bool>());
-    EXPECT_EQ(a["params_fnv1a"], b["params_fnv1a"]);
-    EXPECT_GT(b["process_peak_resident_bytes"].get<double>(), 0);
   }
 
   const fs::path sim = scenario("zero_sim", R"(, "transport": "sim")");
@@ -270,23 +274,6 @@ TEST_F(TrainScenario, ZeroLaunchesOverTcpAndMatchesInProcess) {
   EXPECT_EQ(simulated["scheme"], "ring zero-3");
   EXPECT_TRUE(simulated["wire_matches_declared"].get<bool>());
   EXPECT_EQ(simulated["params_fnv1a"], results("zero_inproc3")["runs"][0]["params_fnv1a"]);
-
-  // ZeRO-2 over a PS's dedicated server, its own process over tcp: the
-  // server replays the step's reduce-scatter and all-gather.
-  for (const std::string& name : {std::string("zero_ps_inproc"), std::string("zero_ps_tcp")}) {
-    const bool tcp = name == "zero_ps_tcp";
-    const fs::path sc = scenario(name, tcp ? zero : "");
-    std::string text = slurp(sc);
-    text.replace(text.find(R"(["ring"])"), 8, R"(["ps"])");
-    text.replace(text.find(R"("max_steps": 3,)"), 15, R"("max_steps": 3, "zero": 2,)");
-    std::ofstream(sc) << text;
-    const Outcome o = gradex((tcp ? "launch -n 2 " : "run ") + sc.string());
-    ASSERT_EQ(o.code, 0) << o.err << o.out;
-  }
-  const auto ps_tcp = results("zero_ps_tcp")["runs"][0];
-  EXPECT_EQ(ps_tcp["scheme"], "ps zero-2");
-  EXPECT_TRUE(ps_tcp["wire_matches_declared"].get<bool>());
-  EXPECT_EQ(ps_tcp["params_fnv1a"], results("zero_ps_inproc")["runs"][0]["params_fnv1a"]);
 
   const fs::path tree = scenario("zero_tree", "");
   std::string text = slurp(tree);

@@ -20,6 +20,7 @@
 #include "train/report.h"
 #include "train/sharded_params.h"
 #include "train/trainer.h"
+#include "transport/world.h"
 
 #include "tiny_training.h"
 
@@ -187,6 +188,95 @@ TEST(Zero3, IsRefusedWithoutReduceScatterOrAllGather) {
   }
 }
 
+// Worker 0's exchanges as the Reducer's thread runs them (the broadcast
+// of the initial values aside, which servers sit out), over a ring.
+class RecordingExchange final : public GradientExchange {
+ public:
+  explicit RecordingExchange(int n) : inner_(make_scheme("ring", testing::workers(n))) {}
+  int workers() const override { return inner_.workers(); }
+  int endpoints() const override { return inner_.endpoints(); }
+  void allreduce(Comm& comm, Tensor data, ReduceOp op) override {
+    record(comm, {data.count, data.dtype, op, Collective::all_reduce});
+    inner_.allreduce(comm, data, op);
+  }
+  void serve(Comm& comm, const ExchangeCall& call) override { inner_.serve(comm, call); }
+  void broadcast(Comm& comm, Tensor data) override { inner_.broadcast(comm, data); }
+  bool provides(Collective c) const override { return inner_.provides(c); }
+  void reduce_scatter(Comm& comm, Tensor data, ReduceOp op) override {
+    record(comm, {data.count, data.dtype, op, Collective::reduce_scatter});
+    inner_.reduce_scatter(comm, data, op);
+  }
+  void all_gather(Comm& comm, Tensor data) override {
+    record(comm, {data.count, data.dtype, ReduceOp::sum, Collective::all_gather});
+    inner_.all_gather(comm, data);
+  }
+  const std::vector<ExchangeCall>& calls() const { return calls_; }
+
+ private:
+  void record(Comm& comm, const ExchangeCall& call) {
+    if (comm.rank() == 0) calls_.push_back(call);  // only worker 0's thread
+  }
+  SchemeExchange inner_;
+  std::vector<ExchangeCall> calls_;
+};
+
+// A PS's dedicated servers replay served_exchanges() call for call, so it
+// must be what the workers post, in their order: the MLP and an emulated
+// ResNet-50, per layer and wrapped into groups, overlapped or not, with
+// two micro-batches, compressed, on threads and on the simulator.
+TEST(Zero3, TheServersListIsTheOrderTheWorkersPostIn) {
+  struct Case {
+    const char* what;
+    bool emulated;
+    std::size_t unit_bytes;
+    bool overlap;
+    int accumulate;
+    Compression compression;
+    const char* transport;
+  };
+  const Case cases[] = {
+      {"mlp", false, 0, true, 1, Compression::none, "inproc"},
+      {"mlp, groups", false, 3000, true, 1, Compression::none, "inproc"},
+      {"mlp, no overlap", false, 0, false, 1, Compression::none, "inproc"},
+      {"mlp, 2 micro-batches, fp16", false, 0, true, 2, Compression::fp16, "inproc"},
+      {"mlp on sim", false, 0, true, 1, Compression::none, "sim"},
+      {"resnet50", true, 0, true, 1, Compression::none, "inproc"},
+      {"resnet50, groups, 2 micro-batches", true, 4 << 20, true, 2, Compression::none, "sim"},
+      {"resnet50, no overlap", true, 0, false, 1, Compression::bf16, "sim"}};
+  constexpr int n = 3;
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
+    TrainConfig c = zero3(deep_config());
+    c.unit_bytes = k.unit_bytes;
+    c.overlap = k.overlap;
+    c.accumulate = k.accumulate;
+    c.compression = k.compression;
+    c.epochs = 2;
+    c.max_steps = 2;
+    c.evaluate = true;
+    EmulationConfig emu;
+    emu.forward_seconds = 0.001;
+    emu.param_scale = 0.002;
+    ModelSource source = testing::emulated_resnet50(emu, 240);
+    if (!k.emulated) {
+      source.make_model = [&c] { return std::make_unique<Mlp>(c.layers, tiny_data()); };
+      source.samples = tiny_data().size();
+    }
+    RecordingExchange exchange(n);
+    TransportOptions options;
+    options.phantom_payloads = carries_sizes_only(k.transport, k.emulated);
+    make_world(k.transport, n, options)->run([&](Comm& comm) {
+      train_rank(comm, exchange, c, source);
+    });
+    const long steps = training_steps_per_epoch(c, source.samples, n);
+    const std::vector<ExchangeCall> served =
+        served_exchanges(c, *source.make_model(), steps, options.phantom_payloads);
+    EXPECT_GT(served.size(), 0u);
+    EXPECT_TRUE(exchange.calls() == served) << exchange.calls().size() << " posted, "
+                                            << served.size() << " listed";
+  }
+}
+
 // On the simulator every rank is a fiber: the gathers and reduce-scatters
 // run on its clock as the communication thread would run them, in the same
 // order, so the values are those of the threads, bit for bit.
@@ -195,7 +285,7 @@ TEST(Zero3, OnTheSimulatorMatchesInProcessBitForBit) {
   ModelSource source;
   source.make_model = [&c] { return std::make_unique<Mlp>(c.layers, tiny_data()); };
   source.samples = tiny_data().size();
-  for (const std::string& scheme : testing::sharding_schemes(3)) {
+  for (const std::string& scheme : testing::sharding_schemes()) {
     if (scheme == "auto") continue;  // it times its candidates: wall clock against virtual
     const TrainResult threads = train_data_parallel(scheme, workers(3), c, source, "inproc", {});
     const TrainResult fibers = train_data_parallel(scheme, workers(3), c, source, "sim", {});

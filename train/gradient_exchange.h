@@ -31,6 +31,7 @@ struct ExchangeCall {
   DType dtype = DType::f32;
   ReduceOp op = ReduceOp::sum;
   Collective collective = Collective::all_reduce;
+  bool operator==(const ExchangeCall&) const = default;
 };
 
 class GradientExchange {

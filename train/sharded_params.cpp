@@ -36,6 +36,35 @@ std::vector<ParamUnit> wrap_units(const std::vector<ParamUnit>& units, std::size
   return groups;
 }
 
+std::size_t zero3_group_at(std::size_t pos, std::size_t groups) {
+  return pos < groups ? pos : 2 * groups - 1 - pos;
+}
+
+std::size_t zero3_posted_through(std::size_t pos, std::size_t groups) {
+  return std::min(pos + 1, 2 * groups - 1);
+}
+
+std::vector<ExchangeCall> zero3_pass_exchanges(const std::vector<Bucket>& buckets, bool reduce,
+                                               bool overlap, Compression compression) {
+  const std::size_t groups = buckets.size();
+  const auto count = [&](std::size_t g) { return buckets[groups - 1 - g].count; };
+  std::vector<ExchangeCall> calls, at_end;
+  std::size_t posted = 0;
+  for (std::size_t pos = 0; pos < 2 * groups; ++pos) {
+    while (posted <= zero3_posted_through(pos, groups)) {
+      const std::size_t g = zero3_group_at(posted++, groups);
+      calls.push_back({count(g), DType::f32, ReduceOp::sum, Collective::all_gather});
+    }
+    if (reduce && pos >= groups) {
+      const std::size_t g = zero3_group_at(pos, groups);
+      (overlap ? calls : at_end)
+          .push_back(average_call(count(g), compression, Collective::reduce_scatter));
+    }
+  }
+  calls.insert(calls.end(), at_end.begin(), at_end.end());
+  return calls;
+}
+
 ShardedParams::ShardedParams(std::vector<ParamUnit> units, std::size_t wrap_bytes, int rank,
                              int workers, bool sizes_only)
     : units_(std::move(units)),
@@ -170,10 +199,6 @@ void ShardedParams::for_each_gathered(
   }
 }
 
-std::size_t ShardedParams::group_at(std::size_t pos) const {
-  const std::size_t n = groups_.size();
-  return pos < n ? pos : 2 * n - 1 - pos;
-}
 
 void ShardedParams::post_gather(std::size_t pos) {
   const std::size_t g = group_at(pos);
@@ -198,7 +223,7 @@ const float* ShardedParams::params(std::size_t unit) {
     const std::size_t pos = next_acquire_;
     GRADEX_ENFORCE(pos < gathered_.size() && group_at(pos) == g, "ZeRO-3 pass asked for unit ",
                    unit, " out of order (position ", pos, ")");
-    while (next_post_ <= std::min(pos + 1, gathered_.size() - 1)) post_gather(next_post_++);
+    while (next_post_ <= zero3_posted_through(pos, groups_.size())) post_gather(next_post_++);
     waited_ += reducer_->wait(tickets_[pos]);
     held_at_[g] = pos;
     units_left_[g] = static_cast<std::size_t>(std::count(group_of_.begin(), group_of_.end(), g));

@@ -44,6 +44,30 @@ std::vector<ParamUnit> wrap_units(const std::vector<ParamUnit>& units, std::size
 // holding its parameters in readiness order.
 std::vector<Bucket> unit_buckets(const std::vector<ParamUnit>& units);
 
+// A pass gathers each of G groups twice, at 2G positions: forward groups
+// 0, ..., G-1, then backward G-1, ..., 0. The group gathered at `pos`, and
+// the last position whose gather is posted once `pos` is first used (the
+// one after it: FSDP's prefetch).
+std::size_t zero3_group_at(std::size_t pos, std::size_t groups);
+std::size_t zero3_posted_through(std::size_t pos, std::size_t groups);
+
+// The exchanges one ZeRO-3 pass over `buckets` (unit_buckets: one per
+// group, the last group first) posts on the Reducer's thread, in the order
+// it runs them, for a model that keeps LayerAccess's order (forward from
+// the first unit, backward from the last, each unit's gradients ready
+// before it is released):
+//   forward:  gather 0 and 1, then each next one as a group is first used,
+//             so gather G (the backward's first) follows G-1;
+//   backward: as group g is first used, the gather behind it is posted;
+//             g's reduce-scatter follows once its units are done (with
+//             `overlap`; else every reduce-scatter at the pass's end, in
+//             bucket order).
+// `reduce` is false for a micro-batch before the last. A PS's dedicated
+// servers replay this list (train/trainer.cpp), so it must be the order
+// ShardedParams and the Reducer post in; a test records the workers'.
+std::vector<ExchangeCall> zero3_pass_exchanges(const std::vector<Bucket>& buckets, bool reduce,
+                                               bool overlap, Compression compression);
+
 class ShardedParams final : public LayerAccess {
  public:
   ShardedParams(std::vector<ParamUnit> units, std::size_t wrap_bytes, int rank, int workers,
@@ -109,8 +133,7 @@ class ShardedParams final : public LayerAccess {
   Tensor tensor(const UnitBuffer& buffer, std::size_t g) const;
   // Unit u's place in `buffer` (its group's); null when sizes only.
   float* unit_in(const UnitBuffer& buffer, std::size_t unit) const;
-  // The group gathered at position `pos` of a pass (forward then backward).
-  std::size_t group_at(std::size_t pos) const;
+  std::size_t group_at(std::size_t pos) const { return zero3_group_at(pos, groups_.size()); }
   void post_gather(std::size_t pos);
   // Group g's buffer with this worker's block copied in.
   UnitBuffer with_own_block(std::size_t g);

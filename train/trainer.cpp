@@ -37,18 +37,27 @@ std::vector<Bucket> step_buckets(const Model& model, const TrainConfig& c) {
   return make_buckets(model.params(), c.bucket_bytes, c.first_bucket_bytes);
 }
 
-// What one synchronised step exchanges (the buckets' own exchanges first):
-// an average per bucket, or sharded a reduce-scatter per bucket, then an
-// all-gather per bucket of the parameters: once after the step (ZeRO-2),
-// or twice, before forward and before backward (ZeRO-3).
+// What one synchronised step exchanges, in the order the workers post
+// them: an average per bucket, or sharded a reduce-scatter per bucket and
+// then an all-gather per bucket of the parameters (ZeRO-2); under ZeRO-3
+// each pass's gathers with the last pass's reduce-scatters among them
+// (zero3_pass_exchanges). A PS's dedicated servers replay this list.
 std::vector<ExchangeCall> step_exchanges(const std::vector<Bucket>& buckets,
                                          const TrainConfig& c) {
   std::vector<ExchangeCall> calls;
+  if (c.zero == 3) {
+    for (int k = 0; k < c.accumulate; ++k) {
+      const auto pass =
+          zero3_pass_exchanges(buckets, k + 1 == c.accumulate, c.overlap, c.compression);
+      calls.insert(calls.end(), pass.begin(), pass.end());
+    }
+    return calls;
+  }
   for (const Bucket& b : buckets) {
     calls.push_back(average_call(
         b.count, c.compression, c.zero > 0 ? Collective::reduce_scatter : Collective::all_reduce));
   }
-  for (int pass = 0; pass < (c.zero == 3 ? 2 * c.accumulate : c.zero == 2 ? 1 : 0); ++pass) {
+  if (c.zero == 2) {
     for (const Bucket& b : buckets) {
       calls.push_back({b.count, DType::f32, ReduceOp::sum, Collective::all_gather});
     }
@@ -306,22 +315,38 @@ void check_zero_stage(int zero) {
 
 void check_zero(int zero, const Scheme& scheme, const std::string& name,
                 const std::string& field) {
-  if (zero == 0 || shards_training(scheme, zero)) return;
+  if (zero == 0 || shards_training(scheme)) return;
   std::string missing;
   for (Collective c : {Collective::reduce_scatter, Collective::all_gather}) {
     if (scheme.provides(c)) continue;
     if (!missing.empty()) missing += " and ";
     missing += collective_name(c);
   }
-  const std::string stage = "ZeRO-" + std::to_string(zero);
-  if (!missing.empty()) {
-    throw ConfigError(field, stage + " needs a scheme that provides reduce_scatter and "
-                                     "all_gather; '" + name + "' provides no " + missing);
+  throw ConfigError(field, "ZeRO-" + std::to_string(zero) +
+                               " needs a scheme that provides reduce_scatter and all_gather; '" +
+                               name + "' provides no " + missing);
+}
+
+std::vector<ExchangeCall> served_exchanges(const TrainConfig& config, const Model& probe,
+                                           long steps_per_epoch, bool phantom) {
+  if (!config.synchronise) return {};
+  const std::vector<Bucket> buckets = step_buckets(probe, config);
+  const std::vector<ExchangeCall> step = step_exchanges(buckets, config);
+  // ZeRO-3 with values: every group gathered, first to last
+  // (ShardedParams::for_each_gathered).
+  std::vector<ExchangeCall> whole;
+  if (config.zero == 3 && !phantom) {
+    for (auto b = buckets.rbegin(); b != buckets.rend(); ++b) {
+      whole.push_back({b->count, DType::f32, ReduceOp::sum, Collective::all_gather});
+    }
   }
-  throw ConfigError(field, stage + " runs on the workers alone; '" + name + "' has " +
-                               std::to_string(scheme.endpoints() - scheme.workers()) +
-                               " dedicated server endpoint(s), which replay a step's exchanges "
-                               "in an order fixed before it starts (ZeRO-2 runs over them)");
+  std::vector<ExchangeCall> calls;
+  for (int epoch = 0; epoch < config.epochs; ++epoch) {
+    for (long s = 0; s < steps_per_epoch; ++s) calls.insert(calls.end(), step.begin(), step.end());
+    if (config.evaluate) calls.insert(calls.end(), whole.begin(), whole.end());
+  }
+  calls.insert(calls.end(), whole.begin(), whole.end());
+  return calls;
 }
 
 std::string run_label(const std::string& scheme, const TrainConfig& config) {
@@ -352,23 +377,22 @@ TrainResult train_rank(Comm& comm, GradientExchange& exchange, const TrainConfig
   TrainResult result;
   result.steps = steps * config.epochs;
   result.zero = config.synchronise ? config.zero : 0;
-  std::vector<ExchangeCall> step_calls;  // what one synchronised step exchanges
-  {
+  const int rank = comm.rank();
+  std::vector<Bucket> buckets;
+  std::vector<ExchangeCall> served;
+  {  // not held while the worker trains
     const auto probe = source.make_model();
     result.param_count = probe->param_count();
-    const std::vector<Bucket> buckets = step_buckets(*probe, config);
-    step_calls = step_exchanges(buckets, config);
-    result.buckets = buckets.size();
+    buckets = step_buckets(*probe, config);
+    if (rank >= workers) served = served_exchanges(config, *probe, steps, comm.phantom_payloads());
   }
-  const int rank = comm.rank();
+  result.buckets = buckets.size();
   if (rank >= workers) {
-    // A dedicated server: replay the workers' exchanges, call for call
-    // (the initial broadcast is the workers' alone).
-    for (long s = 0; config.synchronise && s < result.steps; ++s) {
-      for (const ExchangeCall& c : step_calls) exchange.serve(comm, c);
-    }
+    // A dedicated server: the workers' exchanges, call for call.
+    for (const ExchangeCall& c : served) exchange.serve(comm, c);
     return result;
   }
+  const std::vector<ExchangeCall> step_calls = step_exchanges(buckets, config);
   // This run's peak, not an earlier run's in the same process.
   reset_peak_resident_bytes();
   WorkerOutcome own = run_worker(comm, exchange, config, source, steps, trace, on_epoch);
@@ -391,10 +415,13 @@ TrainResult train_rank(Comm& comm, GradientExchange& exchange, const TrainConfig
   }
   comm.wait_all(pending);
 
-  // The buckets' own exchanges come first (then ZeRO's all-gathers).
+  // What each bucket's own exchange moves.
   std::vector<std::size_t> bucket_bytes;
-  for (std::size_t b = 0; b < result.buckets; ++b) {
-    bucket_bytes.push_back(step_calls[b].count * dtype_size(step_calls[b].dtype));
+  for (const Bucket& b : buckets) {
+    const ExchangeCall call = average_call(
+        b.count, config.compression,
+        config.zero > 0 ? Collective::reduce_scatter : Collective::all_reduce);
+    bucket_bytes.push_back(call.count * dtype_size(call.dtype));
   }
   decode_workers(result, all, bucket_bytes, config.synchronise);
   if (config.synchronise) {

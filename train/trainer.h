@@ -176,9 +176,17 @@ inline bool carries_sizes_only(const std::string& transport, bool emulated) {
 void check_zero_stage(int zero);
 // Throws ConfigError naming `field` when ZeRO stage `zero` shards and
 // `scheme` (named `name`) cannot shard (shards_training): it lacks
-// reduce_scatter or all_gather, or (ZeRO-3) has dedicated server endpoints.
+// reduce_scatter or all_gather.
 void check_zero(int zero, const Scheme& scheme, const std::string& name,
                 const std::string& field);
+// Every exchange a run's workers post that a PS's dedicated servers take
+// part in, in the workers' order (the initial broadcast is the workers'
+// alone): each synchronised step's (under ZeRO-3 the passes' gathers with
+// the reduce-scatters among them, zero3_pass_exchanges), and under ZeRO-3
+// with values the gathers of the whole model that score it after each
+// epoch and return the final parameters. `probe` is a model of the run's.
+std::vector<ExchangeCall> served_exchanges(const TrainConfig& config, const Model& probe,
+                                           long steps_per_epoch, bool phantom);
 // A run's name in reports: the scheme's, marked when sharded.
 std::string run_label(const std::string& scheme, const TrainConfig& config);
 
