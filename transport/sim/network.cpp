@@ -108,6 +108,8 @@ int Network::start(int src, int dst, std::size_t bytes, double now) {
   // headers.
   const double wire = topology_.link(src, dst).wire_bytes(static_cast<double>(bytes));
   f = Flow{};
+  f.src = src;
+  f.dst = dst;
   f.port_count = route(src, dst, f.ports);
   f.remaining = wire;
   f.updated = now;
@@ -127,14 +129,26 @@ void Network::detach(int port, int flow) {
   mark_dirty(port);
 }
 
-bool Network::finish(int flow, std::uint64_t version, double /*now*/) {
+bool Network::current(int flow, std::uint64_t version) const {
+  const Flow& f = flows_[static_cast<std::size_t>(flow)];
+  return f.active && f.version == version;
+}
+
+void Network::finish(int flow) {
   Flow& f = flows_[static_cast<std::size_t>(flow)];
-  if (!f.active || f.version != version) return false;
   f.active = false;
   for (int i = 0; i < f.port_count; ++i) detach(f.ports[static_cast<std::size_t>(i)], flow);
   free_flows_.push_back(flow);
   --active_;
-  return true;
+}
+
+void Network::hand_over(int flow, std::size_t bytes, double now) {
+  Flow& f = flows_[static_cast<std::size_t>(flow)];
+  f.remaining = topology_.link(f.src, f.dst).wire_bytes(static_cast<double>(bytes));
+  f.updated = now;
+  f.rate = f.filled;
+  f.version += 1;
+  schedule_(now + f.remaining / f.rate, flow, f.version);
 }
 
 void Network::settle(double now) {
@@ -251,6 +265,7 @@ void Network::rebalance(const std::vector<int>& ports, const std::vector<int>& f
 
 void Network::reschedule(int flow, double rate, double now) {
   Flow& f = flows_[static_cast<std::size_t>(flow)];
+  f.filled = rate;
   // Unchanged (up to rounding in the filling): its completion stands.
   // Rescheduling on every last-bit difference would flood the event
   // queue on large connected components (a pipelined tree).

@@ -45,9 +45,17 @@ class Network {
   // Recomputes the rates of flows sharing a port with a flow that started
   // or finished, and reschedules their completions.
   void settle(double now);
-  // The completion event of `flow`: true if it is current (the flow has
-  // moved all its bytes and is removed), false if superseded.
-  bool finish(int flow, std::uint64_t version, double now);
+  // Whether `version` is the current completion event of `flow`.
+  bool current(int flow, std::uint64_t version) const;
+  // `flow` has moved all its bytes: it is removed.
+  void finish(int flow);
+  // `flow` has moved all its bytes and the next message between the same
+  // endpoints, of `bytes`, leaves at once: the flow carries it on, at the
+  // rate last computed for it. The flows on its ports are the same as
+  // before, so max-min filling would give every one of them the rate it
+  // has (a pipelined tree's flows form one component as wide as the
+  // world, which each refill would walk); its completion is scheduled now.
+  void hand_over(int flow, std::size_t bytes, double now);
   int active_flows() const { return active_; }
 
  private:
@@ -64,6 +72,10 @@ class Network {
     int port_count = 0;
     double remaining = 0;  // bytes, as of `updated`
     double rate = 0;       // bytes per second, 0 until first settled
+    // The rate the last filling gave it (`rate` keeps an earlier one that
+    // differs by rounding only, to leave its completion event standing).
+    double filled = 0;
+    int src = 0, dst = 0;
     double updated = 0;
     std::uint64_t version = 0;
     bool active = false;

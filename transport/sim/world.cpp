@@ -363,14 +363,10 @@ void SimWorld::Impl::start_flow(Message* m) {
 }
 
 void SimWorld::Impl::on_left(Message* m) {
-  // The next message on this connection starts now.
+  // The next message on this connection has taken over the flow.
   Line& line = *m->line;
   line.head = m->next_in_line;
-  if (line.head == nullptr) {
-    line.tail = nullptr;
-  } else {
-    start_flow(line.head);
-  }
+  if (line.head == nullptr) line.tail = nullptr;
   m->line = nullptr;
   m->next_in_line = nullptr;
   m->left = true;
@@ -398,9 +394,18 @@ void SimWorld::Impl::process(const Event& e) {
   ++stats.events;
   switch (e.kind) {
     case Event::flow_done:
-      if (network.finish(e.index, e.version, now)) {
-        Message* m = message_of_flow[static_cast<std::size_t>(e.index)];
-        message_of_flow[static_cast<std::size_t>(e.index)] = nullptr;
+      if (network.current(e.index, e.version)) {
+        const auto flow = static_cast<std::size_t>(e.index);
+        Message* m = message_of_flow[flow];
+        // The next message on this connection leaves now, on the same
+        // flow; else the flow ends.
+        if (Message* next = m->next_in_line) {
+          network.hand_over(e.index, next->bytes, now);
+          message_of_flow[flow] = next;
+        } else {
+          network.finish(e.index);
+          message_of_flow[flow] = nullptr;
+        }
         on_left(m);
       }
       break;
