@@ -1,5 +1,6 @@
 #include "config/workload.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "common/errors.h"
@@ -71,8 +72,10 @@ std::optional<TrainWorkload> parse_workload(const nlohmann::json& value, const s
   if (r.has("unit_mb") && w.zero != 3) {
     throw ConfigError(r.child("unit_mb"), "applies under \"zero\": 3 only (ZeRO-3's units)");
   }
-  if (r.has("staleness") && w.consistency.empty()) {
-    throw ConfigError(r.child("staleness"), "applies to PS training only: give \"consistency\" too");
+  if (r.has("staleness") &&
+      std::find(w.consistency.begin(), w.consistency.end(), "ssp") == w.consistency.end()) {
+    throw ConfigError(r.child("staleness"),
+                      "applies to SSP only: give \"consistency\" with \"ssp\" too");
   }
   // PS consistency training pushes whole f32 gradients to servers that run
   // the optimizer: no buckets, hooks or timeline to set.

@@ -114,6 +114,7 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"consistency_name", TRAIN(R"(, "consistency": ["bsp", "eventual"])"), "/workload/consistency"},
         Malformed{"consistency_type", TRAIN(R"(, "consistency": ["bsp", 3])"), "/workload/consistency/1"},
         Malformed{"staleness_alone", TRAIN(R"(, "staleness": 3)"), "/workload/staleness"},
+        Malformed{"staleness_without_ssp", TRAIN(R"(, "consistency": ["bsp", "asp"], "staleness": 3)"), "/workload/staleness"},
         Malformed{"trace_steps_alone", TRAIN(R"(, "trace_steps": 3)"), "/workload/trace_steps"},
         Malformed{"no_sync_type", TRAIN(R"(, "no_sync_baseline": 1)"), "/workload/no_sync_baseline"},
         Malformed{"compression_consistency", TRAIN(R"(, "consistency": ["asp"], "compression": "fp16")"), "/workload/compression"},
