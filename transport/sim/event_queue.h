@@ -42,6 +42,9 @@ class EventQueue {
     ++size_;
   }
 
+  // Whether an event is pending at the time last popped.
+  bool due_now() const { return head_ < buckets_[0].size(); }
+
   // The earliest event, ties by seq; the queue must not be empty.
   Event pop() {
     std::vector<Event>& now = buckets_[0];

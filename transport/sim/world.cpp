@@ -545,7 +545,9 @@ void SimWorld::run(const std::function<void(Comm&)>& body) {
       }
     }
     if (finished == n) break;
-    w.network.settle(w.now);
+    // Rates are set once per instant, after all of its events: a refill
+    // between two events of one instant moves no bytes.
+    if (!w.events.due_now()) w.network.settle(w.now);
     if (w.events.empty()) {
       // Nobody can run and nothing will ever happen: a deadlock.
       GRADEX_ENFORCE(!deadlocked, "simulated ranks ignored the deadlock and kept waiting");
