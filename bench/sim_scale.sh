@@ -13,14 +13,15 @@
 #   environment: RUNS, a space-separated list of scheme:ranks, or
 #   scheme:ranks:M for a symmetric subset of M simulated ranks standing for
 #   all (--symmetric-subset). Default: the ring at 1,024, 2,048 and 4,096
-#   ranks, the dedicated PS at 1,024 to 16,384, and the ring's 64-rank
-#   subset at 1,024 (to set beside the full run) up to 65,536 ranks.
+#   ranks, the dedicated PS at 1,024 to 16,384, the tree and the pipelined
+#   PS at 1,024, and the ring's 64-rank subset at 1,024 (to set beside the
+#   full run) up to 65,536 ranks.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-build/default}"
 out="${2:-results/sim_scale}"
-runs="${RUNS:-ring:1024 ring:2048 ring:4096 ps:1024 ps:4096 ps:16384 ring:1024:64 ring:4096:64 ring:16384:64 ring:65536:64}"
+runs="${RUNS:-ring:1024 ring:2048 ring:4096 ps:1024 ps:4096 ps:16384 tree:1024 ps_pipelined:1024 ring:1024:64 ring:4096:64 ring:16384:64 ring:65536:64}"
 cd "$root"
 gradex="$build/gradex"
 [ -x "$gradex" ] || { echo "sim_scale: $gradex not built" >&2; exit 2; }
@@ -37,7 +38,7 @@ for run in $runs; do
     simulated="$subset"
   fi
   servers=()
-  [ "$scheme" = ring ] || servers=(--servers 1)
+  case "$scheme" in ps*) servers=(--servers 1) ;; esac
   /usr/bin/time -f "%e %M" -o "$scratch/time" \
     "$gradex" simulate -s "$scheme" -n "$ranks" -b 1G --link ib_hdr_200g --segment 1MiB \
     "${servers[@]}" "${subset_flag[@]}" --iters 1 --warmup 0 -q -o "$scratch/run" > /dev/null
