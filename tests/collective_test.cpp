@@ -340,15 +340,21 @@ TEST(CollectivePlan, AllMeansEverySchemeThatProvidesIt) {
   }
 }
 
-// ZeRO-2 training over "all" schemes plans those that can shard: the PS
-// whose servers run on the workers, not the one with servers of its own.
+// ZeRO training over "all" schemes plans those that can shard: every
+// scheme with reduce_scatter and all_gather, the PS with servers of its own
+// too (they replay the workers' exchanges); not the tree, the hybrid PS or
+// auto.
 TEST(CollectivePlan, ZeroTrainingOverAllPlansTheSchemesThatShard) {
-  const RunPlan plan = plan_runs(parse(
-      R"({"name": "z", "workers": [4], "workload": {"kind": "train", "zero": 2}})"));
-  std::vector<std::string> names;
-  for (const PlannedRun& run : plan.runs) names.push_back(run.scheme);
-  EXPECT_EQ(names, (std::vector<std::string>{"ring", "halving_doubling", "hierarchical",
-                                             "ps_colocated", "dp_master"}));
+  for (int stage : {2, 3}) {
+    const RunPlan plan = plan_runs(parse(R"({"name": "z", "workers": [4], "workload": {"kind": "train", "zero": )" +
+                                         std::to_string(stage) + "}}"));
+    std::vector<std::string> names;
+    for (const PlannedRun& run : plan.runs) names.push_back(run.scheme);
+    EXPECT_EQ(names, (std::vector<std::string>{"ring", "halving_doubling", "hierarchical", "ps",
+                                               "ps_pipelined", "in_network", "ps_colocated",
+                                               "dp_master"}))
+        << stage;
+  }
 }
 
 // A sweep over "collective" runs a named scheme at the points whose
