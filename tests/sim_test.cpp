@@ -128,6 +128,39 @@ TEST(SimNetwork, OneConnectionIsFifo) {
   EXPECT_DOUBLE_EQ(done[1], 2e-3);
 }
 
+// The second message on a connection takes over the first's flow when it
+// leaves, at the rate the port's sharing gives it: half of rank 2's
+// ingress while rank 1's 2 MB still arrive, all of it once rank 1's
+// message ends at the very instant the hand-over happens.
+TEST(SimNetwork, AQueuedMessageTakesOverItsConnectionAtTheSharedRate) {
+  for (const std::size_t other : {std::size_t{2'000'000}, std::size_t{1'000'000}}) {
+    SimWorld world(3, TransportOptions{.shaping = flat(3, 1 * kGB, 0)});
+    std::vector<double> done(3, 0);
+    world.run([&](Comm& c) {
+      const std::size_t bytes = 1'000'000;
+      if (c.rank() == 0) {
+        Request a = c.isend(2, nullptr, bytes, 0);
+        Request b = c.isend(2, nullptr, bytes, 0);
+        c.wait(a);
+        c.wait(b);
+      } else if (c.rank() == 1) {
+        c.send(2, nullptr, other, 1);
+      } else {
+        std::vector<Request> rq = {c.irecv(0, nullptr, bytes, 0), c.irecv(0, nullptr, bytes, 0),
+                                   c.irecv(1, nullptr, other, 1)};
+        c.wait_all(rq);
+      }
+      done[static_cast<std::size_t>(c.rank())] = c.clock().now();
+    });
+    // Both at 0.5 GB/s for 2 ms; then rank 0's second message at 0.5 GB/s
+    // beside rank 1's last MB (4 ms), or alone at 1 GB/s (3 ms).
+    const double second = other == 2'000'000 ? 4e-3 : 3e-3;
+    EXPECT_DOUBLE_EQ(done[0], second) << other;
+    EXPECT_DOUBLE_EQ(done[1], other == 2'000'000 ? 4e-3 : 2e-3) << other;
+    EXPECT_DOUBLE_EQ(done[2], second) << other;
+  }
+}
+
 TEST(SimNetwork, SleepUntilAdvancesVirtualTime) {
   SimWorld world(2, TransportOptions{.shaping = flat(2, 0, 0)});
   world.run([](Comm& c) {
