@@ -327,26 +327,35 @@ void check_zero(int zero, const Scheme& scheme, const std::string& name,
                                name + "' provides no " + missing);
 }
 
-std::vector<ExchangeCall> served_exchanges(const TrainConfig& config, const Model& probe,
-                                           long steps_per_epoch, bool phantom) {
-  if (!config.synchronise) return {};
+ServedRun served_exchanges(const TrainConfig& config, const Model& probe, long steps_per_epoch,
+                           bool phantom) {
+  ServedRun run;
+  if (!config.synchronise) return run;
   const std::vector<Bucket> buckets = step_buckets(probe, config);
-  const std::vector<ExchangeCall> step = step_exchanges(buckets, config);
+  run.step = step_exchanges(buckets, config);
   // ZeRO-3 with values: every group gathered, first to last
   // (ShardedParams::for_each_gathered).
-  std::vector<ExchangeCall> whole;
   if (config.zero == 3 && !phantom) {
     for (auto b = buckets.rbegin(); b != buckets.rend(); ++b) {
-      whole.push_back({b->count, DType::f32, ReduceOp::sum, Collective::all_gather});
+      run.whole.push_back({b->count, DType::f32, ReduceOp::sum, Collective::all_gather});
     }
   }
-  std::vector<ExchangeCall> calls;
-  for (int epoch = 0; epoch < config.epochs; ++epoch) {
-    for (long s = 0; s < steps_per_epoch; ++s) calls.insert(calls.end(), step.begin(), step.end());
-    if (config.evaluate) calls.insert(calls.end(), whole.begin(), whole.end());
+  run.epochs = config.epochs;
+  run.steps_per_epoch = steps_per_epoch;
+  run.scored = config.evaluate;
+  return run;
+}
+
+void ServedRun::for_each(const std::function<void(const ExchangeCall&)>& visit) const {
+  for (int epoch = 0; epoch < epochs; ++epoch) {
+    for (long s = 0; s < steps_per_epoch; ++s) {
+      for (const ExchangeCall& c : step) visit(c);
+    }
+    if (scored) {
+      for (const ExchangeCall& c : whole) visit(c);
+    }
   }
-  calls.insert(calls.end(), whole.begin(), whole.end());
-  return calls;
+  for (const ExchangeCall& c : whole) visit(c);
 }
 
 std::string run_label(const std::string& scheme, const TrainConfig& config) {
@@ -379,7 +388,7 @@ TrainResult train_rank(Comm& comm, GradientExchange& exchange, const TrainConfig
   result.zero = config.synchronise ? config.zero : 0;
   const int rank = comm.rank();
   std::vector<Bucket> buckets;
-  std::vector<ExchangeCall> served;
+  ServedRun served;
   {  // not held while the worker trains
     const auto probe = source.make_model();
     result.param_count = probe->param_count();
@@ -389,7 +398,7 @@ TrainResult train_rank(Comm& comm, GradientExchange& exchange, const TrainConfig
   result.buckets = buckets.size();
   if (rank >= workers) {
     // A dedicated server: the workers' exchanges, call for call.
-    for (const ExchangeCall& c : served) exchange.serve(comm, c);
+    served.for_each([&](const ExchangeCall& c) { exchange.serve(comm, c); });
     return result;
   }
   const std::vector<ExchangeCall> step_calls = step_exchanges(buckets, config);

@@ -184,9 +184,20 @@ void check_zero(int zero, const Scheme& scheme, const std::string& name,
 // alone): each synchronised step's (under ZeRO-3 the passes' gathers with
 // the reduce-scatters among them, zero3_pass_exchanges), and under ZeRO-3
 // with values the gathers of the whole model that score it after each
-// epoch and return the final parameters. `probe` is a model of the run's.
-std::vector<ExchangeCall> served_exchanges(const TrainConfig& config, const Model& probe,
-                                           long steps_per_epoch, bool phantom);
+// epoch and return the final parameters. Kept as one step's list, not the
+// run's: a long run would repeat it thousands of times.
+struct ServedRun {
+  std::vector<ExchangeCall> step;   // one synchronised step's
+  std::vector<ExchangeCall> whole;  // ZeRO-3 with values: the model gathered
+  int epochs = 0;
+  long steps_per_epoch = 0;
+  bool scored = false;  // the whole model gathered after each epoch too
+  // Every call of the run, in order.
+  void for_each(const std::function<void(const ExchangeCall&)>& visit) const;
+};
+// `probe` is a model of the run's.
+ServedRun served_exchanges(const TrainConfig& config, const Model& probe, long steps_per_epoch,
+                           bool phantom);
 // A run's name in reports: the scheme's, marked when sharded.
 std::string run_label(const std::string& scheme, const TrainConfig& config);
 
