@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "allreduce/segments.h"
+#include "allreduce/tree_blocks.h"
 #include "common/cost_model.h"
 #include "common/errors.h"
 
@@ -287,20 +288,43 @@ void TreeScheme::broadcast(Comm& comm, Tensor data) {
                       options().segment_bytes, kBroadcastTag);
 }
 
+void TreeScheme::reduce_scatter(Comm& comm, Tensor data, ReduceOp op) {
+  GRADEX_ENFORCE_EQ(comm.size(), workers(), "tree runs on the workers only");
+  tree_block_collective(comm, Collective::reduce_scatter, data, combining_op(op),
+                        options().segment_bytes);
+  const BlockSplit blocks{data.count, static_cast<std::size_t>(comm.size())};
+  const auto mine = static_cast<std::size_t>(comm.rank());
+  finish_reduce(data.slice(blocks.offset(mine), blocks.size(mine)), op, comm.size());
+}
+
+void TreeScheme::all_gather(Comm& comm, Tensor data) {
+  GRADEX_ENFORCE_EQ(comm.size(), workers(), "tree runs on the workers only");
+  tree_block_collective(comm, Collective::all_gather, data, ReduceOp::sum, options().segment_bytes);
+}
+
 Traffic TreeScheme::collective_traffic(Collective c, int endpoint, std::size_t count,
                                        DType dtype) const {
-  if (c != Collective::broadcast) return Scheme::collective_traffic(c, endpoint, count, dtype);
-  if (workers() == 1) return {};
-  return pipelined_broadcast_traffic(inorder_broadcast_links(workers(), endpoint), count, dtype,
-                                     options().segment_bytes);
+  switch (c) {
+    case Collective::all_reduce: return expected_traffic(endpoint, count, dtype);
+    case Collective::broadcast:
+      if (workers() == 1) return {};
+      return pipelined_broadcast_traffic(inorder_broadcast_links(workers(), endpoint), count,
+                                         dtype, options().segment_bytes);
+    default: return tree_block_traffic(c, workers(), endpoint, count, dtype, options().segment_bytes);
+  }
 }
 
 double TreeScheme::collective_model_time(Collective c, std::size_t bytes,
                                          const Topology& topology) const {
-  if (c != Collective::broadcast) return Scheme::collective_model_time(c, bytes, topology);
   const int n = workers();
-  return pipelined_broadcast_model_time(
-      topology, n, [n](int r) { return inorder_broadcast_links(n, r); }, bytes, options().segment_bytes);
+  switch (c) {
+    case Collective::all_reduce: return model_time(bytes, topology);
+    case Collective::broadcast:
+      return pipelined_broadcast_model_time(
+          topology, n, [n](int r) { return inorder_broadcast_links(n, r); }, bytes,
+          options().segment_bytes);
+    default: return tree_block_model_time(c, n, bytes, topology, options().segment_bytes);
+  }
 }
 
 }  // namespace gradex

@@ -34,15 +34,16 @@ TreeLinks double_tree(int n, int rank, int which);
 
 // Also a broadcast: down the in-order tree from worker 0, pipelined in
 // segments, so the first segment crosses log2 n hops instead of a chain's
-// n-1 (each interior rank sends the buffer to two children).
+// n-1 (each interior rank sends the buffer to two children); and a
+// reduce-scatter and an all-gather over both trees (allreduce/tree_blocks.h).
 class TreeScheme final : public Scheme {
  public:
   using Scheme::Scheme;
   void allreduce(Comm& comm, Tensor data, ReduceOp op) override;
   bool segmented() const override { return true; }
-  bool provides(Collective c) const override {
-    return c == Collective::all_reduce || c == Collective::broadcast;
-  }
+  bool provides(Collective) const override { return true; }
+  void reduce_scatter(Comm& comm, Tensor data, ReduceOp op) override;
+  void all_gather(Comm& comm, Tensor data) override;
   void broadcast(Comm& comm, Tensor data) override;
   Traffic collective_traffic(Collective c, int endpoint, std::size_t count,
                              DType dtype) const override;

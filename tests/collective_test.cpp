@@ -117,6 +117,10 @@ TEST_P(Provided, MovesTheBandwidthOptimalBytesPerRank) {
     GTEST_SKIP() << "a parameter server is not bandwidth-optimal by design: "
                     "PsCollectives.MoveWhatThePatternSays checks its bytes";
   }
+  if (name == "tree" && c != Collective::broadcast) {
+    GTEST_SKIP() << "a tree's interior rank hears from both children: "
+                    "TreeBlocks.EveryRankSendsEachOtherBlockOnce checks its bytes";
+  }
   std::uint64_t total_sent = 0;
   for (int e = 0; e < n; ++e) {
     const Traffic t = scheme->collective_traffic(c, e, count, DType::f32);
@@ -156,7 +160,12 @@ TEST_P(Provided, ModelAgreesWithTheSimulatorWithoutContention) {
     // model counts the busiest port's bytes per phase, a latency each, as
     // tests/ps_test.cpp holds its all-reduce to (5%).
     const bool ps = dynamic_cast<const ParameterServerScheme*>(scheme.get()) != nullptr;
-    EXPECT_NEAR(simulated / model, 1.0, ps ? 0.05 : 0.02)
+    // The tree's reduce-scatter and all-gather share ports too (two
+    // children send into one); their model counts the busiest port and
+    // the tree's longest path, an approximation as the tree's all-reduce
+    // model is (12% at most here; tests/sim_model_test.cpp).
+    const bool tree = name == "tree" && c != Collective::broadcast;
+    EXPECT_NEAR(simulated / model, 1.0, tree ? 0.15 : ps ? 0.05 : 0.02)
         << "n " << n << " sim " << simulated << " model " << model;
   }
 }
@@ -167,7 +176,7 @@ TEST_P(Provided, ModelAgreesWithTheSimulatorWithoutContention) {
 // and on the simulator, the declared traffic, and the model against the
 // simulator on nodes sharing one NIC.
 TEST(HierarchicalCollectives, TwoLevelsEndWithBlockROnEveryRank) {
-  for (const char* inter : {"ring", "halving_doubling"}) {
+  for (const char* inter : {"ring", "halving_doubling", "tree"}) {
     for (const auto& [n, g] : {std::pair{6, 2}, std::pair{12, 4}, std::pair{12, 3}}) {
       SchemeOptions o = options_for(n);
       o.ranks_per_node = g;
@@ -210,7 +219,8 @@ TEST(HierarchicalCollectives, TwoLevelsEndWithBlockROnEveryRank) {
         big.topology = Topology::grouped(n, g, 0, {100 * kGB, 1e-6}, {10 * kGB, 5e-6}, true);
         const double simulated = sim::simulate_allreduce(*scheme, big).seconds;
         const double model = scheme->collective_model_time(c, big.count * 4, big.topology);
-        EXPECT_NEAR(simulated / model, 1.0, 0.05)
+        // (the tree's block collectives: an approximation, see above)
+        EXPECT_NEAR(simulated / model, 1.0, std::string(inter) == "tree" ? 0.15 : 0.05)
             << inter << " n " << n << " g " << g << " sim " << simulated << " model " << model;
       }
     }
@@ -254,8 +264,10 @@ TEST(CollectiveRegistry, WhoProvidesWhat) {
   EXPECT_TRUE(hd->provides(Collective::reduce_scatter));
   EXPECT_TRUE(hd->provides(Collective::all_gather));
   EXPECT_FALSE(hd->provides(Collective::broadcast));
-  EXPECT_TRUE(make_scheme("tree", options_for(4))->provides(Collective::broadcast));
-  EXPECT_FALSE(make_scheme("tree", options_for(4))->provides(Collective::all_gather));
+  for (Collective c : kCollectives) {
+    EXPECT_TRUE(make_scheme("tree", options_for(4))->provides(c)) << collective_name(c);
+  }
+  EXPECT_FALSE(make_scheme("recursive_doubling", options_for(4))->provides(Collective::all_gather));
   for (Collective c : kCollectives) {
     EXPECT_TRUE(make_scheme("ps", options_for(4))->provides(c)) << collective_name(c);
   }
@@ -342,15 +354,15 @@ TEST(CollectivePlan, AllMeansEverySchemeThatProvidesIt) {
 
 // ZeRO training over "all" schemes plans those that can shard: every
 // scheme with reduce_scatter and all_gather, the PS with servers of its own
-// too (they replay the workers' exchanges); not the tree, the hybrid PS or
-// auto.
+// too (they replay the workers' exchanges); not recursive doubling, the
+// hybrid PS or auto.
 TEST(CollectivePlan, ZeroTrainingOverAllPlansTheSchemesThatShard) {
   for (int stage : {2, 3}) {
     const RunPlan plan = plan_runs(parse(R"({"name": "z", "workers": [4], "workload": {"kind": "train", "zero": )" +
                                          std::to_string(stage) + "}}"));
     std::vector<std::string> names;
     for (const PlannedRun& run : plan.runs) names.push_back(run.scheme);
-    EXPECT_EQ(names, (std::vector<std::string>{"ring", "halving_doubling", "hierarchical", "ps",
+    EXPECT_EQ(names, (std::vector<std::string>{"ring", "tree", "halving_doubling", "hierarchical", "ps",
                                                "ps_pipelined", "in_network", "ps_colocated",
                                                "dp_master"}))
         << stage;
@@ -388,7 +400,7 @@ TEST(CollectiveSweep, RunsEachSchemeWhereItProvidesTheCollective) {
   EXPECT_NE(rows.back().find(",broadcast"), std::string::npos);
   EXPECT_NE(rows.back().find(",f32,,"), std::string::npos) << "a broadcast has no op";
   const auto [bad, bad_log] =
-      simulate(R"(["ring", "tree"])", R"(["reduce_scatter", "all_gather"])");
+      simulate(R"(["ring", "recursive_doubling"])", R"(["reduce_scatter", "all_gather"])");
   EXPECT_EQ(bad, 2) << bad_log;
   EXPECT_NE(bad_log.find("/schemes/1"), std::string::npos) << bad_log;
   EXPECT_NE(bad_log.find("provides none of the swept collectives"), std::string::npos) << bad_log;

@@ -166,8 +166,9 @@ TEST_F(TrainCli, FlagsThatDoNotApplyAreRefused) {
            {"--consistency bsp --trace t.json", "--trace: does not apply to --consistency"},
            {"--consistency bsp --zero", "--zero: does not apply to --consistency"},
            {"--consistency bsp --first-bucket-mb 2", "--first-bucket-mb: does not apply to --consistency"},
-           {"-s ring -s tree --zero", "--zero: ZeRO-2 needs a scheme that provides reduce_scatter "
-                                       "and all_gather; 'tree' provides no reduce_scatter and all_gather"},
+           {"-s ring -s recursive_doubling --zero",
+            "--zero: ZeRO-2 needs a scheme that provides reduce_scatter and all_gather; "
+            "'recursive_doubling' provides no reduce_scatter and all_gather"},
            {"-s ring --zero=3 --bucket-mb 2", "--bucket-mb: does not apply under --zero=3"},
            {"-s ring --zero --unit-mb 2", "--unit-mb: applies under --zero=3 only"},
            {"-s ring --zero=1", "--zero: stage 1 is not run"},

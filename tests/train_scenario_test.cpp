@@ -278,13 +278,13 @@ TEST_F(TrainScenario, ZeroLaunchesOverTcpAndMatchesInProcess) {
 
   const fs::path tree = scenario("zero_tree", "");
   std::string text = slurp(tree);
-  text.replace(text.find(R"(["ring"])"), 8, R"(["tree"])");
+  text.replace(text.find(R"(["ring"])"), 8, R"(["recursive_doubling"])");
   text.replace(text.find(R"("max_steps": 3,)"), 15, R"("max_steps": 3, "zero": 2,)");
   std::ofstream(tree) << text;
   const Outcome refused = gradex("run " + tree.string());
   EXPECT_EQ(refused.code, 2) << refused.out;
   EXPECT_NE(refused.err.find("/workload/zero: ZeRO-2 needs a scheme that provides reduce_scatter "
-                             "and all_gather; 'tree' provides no"),
+                             "and all_gather; 'recursive_doubling' provides no"),
             std::string::npos)
       << refused.err;
   EXPECT_FALSE(fs::exists(dir_ / "zero_tree"));

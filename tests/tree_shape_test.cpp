@@ -1,13 +1,15 @@
 // The double binary tree's shape for every world size up to 64: each tree
 // spans every rank exactly once, parent and child links agree, the depth is
 // logarithmic, and (the point of the second tree) at most one rank is
-// interior in both trees.
+// interior in both trees. Then the reduce-scatter's and all-gather's
+// routes over it (allreduce/tree_blocks.h).
 #include <gtest/gtest.h>
 
 #include <bit>
 #include <vector>
 
 #include "allreduce/tree.h"
+#include "allreduce/tree_blocks.h"
 
 namespace gradex {
 namespace {
@@ -74,6 +76,85 @@ TEST_P(TreeShape, RanksAreInteriorInAtMostOneTree) {
     both += in_a && in_b;
   }
   EXPECT_LE(both, n % 2 == 1 ? 1 : 0);
+}
+
+// double_tree_below's interval rule against walking up the parent links.
+TEST_P(TreeShape, SubtreesAreTheRanksBelow) {
+  const int n = GetParam();
+  for (int which = 0; which < 2; ++which) {
+    for (int rank = 0; rank < n; ++rank) {
+      std::vector<bool> above(static_cast<std::size_t>(n), false);
+      for (int up = rank; up >= 0; up = double_tree(n, up, which).parent) {
+        above[static_cast<std::size_t>(up)] = true;
+      }
+      for (int top = 0; top < n; ++top) {
+        EXPECT_EQ(double_tree_below(n, which, top, rank), above[static_cast<std::size_t>(top)])
+            << "tree " << which << " top " << top << " rank " << rank;
+      }
+    }
+  }
+}
+
+// Each half-block's route is the tree path to its owner: following
+// `toward` from any rank reaches the owner in at most two depths, and the
+// neighbours a rank hears from (away) are exactly those whose `toward` is
+// this rank.
+TEST_P(TreeShape, RoutesLeadToTheOwner) {
+  const int n = GetParam();
+  for (int which = 0; which < 2; ++which) {
+    for (int owner = 0; owner < n; ++owner) {
+      for (int rank = 0; rank < n; ++rank) {
+        int at = rank, hops = 0;
+        while (at != owner && hops <= 2 * n) {
+          at = tree_route(n, which, at, owner).toward;
+          ASSERT_GE(at, 0) << "rank " << rank << " owner " << owner;
+          ++hops;
+        }
+        EXPECT_EQ(at, owner);
+        EXPECT_LE(hops, 2 * static_cast<int>(std::bit_width(static_cast<unsigned>(n))));
+        const TreeRoute route = tree_route(n, which, rank, owner);
+        int heard = 0;
+        for (int other = 0; other < n; ++other) {
+          if (other != rank && tree_route(n, which, other, owner).toward == rank) {
+            ++heard;
+            EXPECT_TRUE(route.away[0] == other || route.away[1] == other || route.away[2] == other)
+                << "rank " << rank << " owner " << owner << " from " << other;
+          }
+        }
+        EXPECT_EQ(heard, route.away_count()) << "rank " << rank << " owner " << owner;
+      }
+    }
+  }
+}
+
+// The block collectives' traffic: every rank sends (reduce-scatter) or
+// receives (all-gather) each other rank's half-blocks once, (n-1)/n of the
+// buffer as a ring does; what it hears from (or sends to) its children is
+// at most (n+1)/n of it, the tree's price; and the bytes balance.
+TEST_P(TreeShape, EveryRankSendsEachOtherBlockOnce) {
+  const int n = GetParam();
+  const std::size_t count = 2 * static_cast<std::size_t>(n) * 96;  // even halves
+  const std::uint64_t buffer = count * 4;
+  for (Collective c : {Collective::reduce_scatter, Collective::all_gather}) {
+    std::uint64_t sent = 0, received = 0;
+    for (int r = 0; r < n; ++r) {
+      const Traffic t = tree_block_traffic(c, n, r, count, DType::f32, std::size_t{1} << 20);
+      const bool scatter = c == Collective::reduce_scatter;
+      const std::uint64_t once = scatter ? t.bytes_sent : t.bytes_received;
+      const std::uint64_t fanned = scatter ? t.bytes_received : t.bytes_sent;
+      if (n == 1) {
+        EXPECT_EQ(t, Traffic{}) << collective_name(c);
+        continue;
+      }
+      EXPECT_EQ(once, buffer * static_cast<std::uint64_t>(n - 1) / static_cast<std::uint64_t>(n))
+          << collective_name(c) << " rank " << r;
+      EXPECT_LE(fanned, buffer * static_cast<std::uint64_t>(n + 1) / static_cast<std::uint64_t>(n))
+          << collective_name(c) << " rank " << r;
+      sent += t.bytes_sent;
+      received += t.bytes_received;
+    }
+    EXPECT_EQ(sent, received) << collective_name(c);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, TreeShape, ::testing::Range(1, 65));

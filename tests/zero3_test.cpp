@@ -179,8 +179,8 @@ TEST(Zero3, InitialShardsAreWorkerZerosValues) {
 
 TEST(Zero3, IsRefusedWithoutReduceScatterOrAllGather) {
   try {
-    train("tree", 3, zero3(tiny_config()));
-    FAIL() << "tree trained under ZeRO-3";
+    train("recursive_doubling", 3, zero3(tiny_config()));
+    FAIL() << "recursive_doubling trained under ZeRO-3";
   } catch (const ConfigError& e) {
     EXPECT_NE(e.reason().find("ZeRO-3 needs a scheme that provides reduce_scatter"),
               std::string::npos)

@@ -203,11 +203,12 @@ TEST(Zero2, OverDedicatedServersTheSimulatorMatchesThreads) {
   }
 }
 
-// Refused by name at either stage: a scheme without reduce_scatter (tree,
-// the hybrid PS, whose workers' keys go round a ring).
+// Refused by name at either stage: a scheme without reduce_scatter
+// (recursive doubling, which swaps whole buffers; the hybrid PS, whose
+// workers' keys go round a ring).
 TEST(Zero2, SchemesThatCannotShardAreRefusedByName) {
   for (int stage : {2, 3}) {
-    for (const char* scheme : {"tree", "ps_hybrid"}) {
+    for (const char* scheme : {"recursive_doubling", "ps_hybrid"}) {
       TrainConfig c = tiny_config();
       c.zero = stage;
       try {

@@ -1,0 +1,524 @@
+#include "allreduce/tree_blocks.h"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <vector>
+
+#include "allreduce/segments.h"
+#include "allreduce/tree.h"
+#include "common/cost_model.h"
+#include "common/errors.h"
+#include "common/scheme.h"
+
+namespace gradex {
+
+namespace {
+
+// Tag of half t of block b: a half-block has a tag of its own, so the
+// messages between two ranks match whatever order each posts them in (a
+// rank sends the half-blocks with nothing to wait for first). Above
+// tree.cpp's tags (0-4); schemes' tags stay below 2^22 (common/comm.h).
+constexpr Tag kFirstBlockTag = 8;
+constexpr Tag kSchemeTagLimit = Tag{1} << 22;
+Tag block_tag(int b, int t) { return kFirstBlockTag + 2 * static_cast<Tag>(b) + static_cast<Tag>(t); }
+
+// The in-order tree's subtree of `top` is the interval of ranks within
+// its level's reach: top's lowest set bit b puts its descendants at
+// top - b + 1 .. top + b - 1 (cut at n); the root 0 holds every rank.
+bool inorder_below(int n, int top, int rank) {
+  if (top == 0) return true;
+  const int b = top & -top;
+  return rank > top - b && rank < std::min(n, top + b);
+}
+
+// Elements in half t of block b.
+std::size_t half_size(const BlockSplit& blocks, int b, int t) {
+  return BlockSplit{blocks.size(static_cast<std::size_t>(b)), 2}.size(static_cast<std::size_t>(t));
+}
+
+// The longest path between two ranks of tree `which`, in hops: the most,
+// over ranks, of its two longest paths down through different children.
+int tree_diameter(int n, int which) {
+  std::vector<int> depth(static_cast<std::size_t>(n), 0), order(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    for (int up = double_tree(n, r, which).parent; up >= 0; up = double_tree(n, up, which).parent) {
+      ++depth[static_cast<std::size_t>(r)];
+    }
+    order[static_cast<std::size_t>(r)] = r;
+  }
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return depth[static_cast<std::size_t>(a)] > depth[static_cast<std::size_t>(b)];
+  });
+  // Deepest first: every rank's children are done before it.
+  std::vector<int> longest(static_cast<std::size_t>(n), 0), second(static_cast<std::size_t>(n), 0);
+  int diameter = 0;
+  for (int v : order) {
+    const auto i = static_cast<std::size_t>(v);
+    diameter = std::max(diameter, longest[i] + second[i]);
+    const int p = double_tree(n, v, which).parent;
+    if (p < 0) continue;
+    const auto j = static_cast<std::size_t>(p);
+    const int through = longest[i] + 1;
+    if (through > longest[j]) {
+      second[j] = longest[j];
+      longest[j] = through;
+    } else {
+      second[j] = std::max(second[j], through);
+    }
+  }
+  return diameter;
+}
+
+// Half t of block b of `data`.
+struct HalfBlocks {
+  Tensor data;
+  BlockSplit blocks;
+  Tensor of(int b, int t) const {
+    const auto i = static_cast<std::size_t>(b);
+    const Tensor block = data.slice(blocks.offset(i), blocks.size(i));
+    const BlockSplit halves{block.count, 2};
+    const auto h = static_cast<std::size_t>(t);
+    return block.slice(halves.offset(h), halves.size(h));
+  }
+};
+
+// A rank's neighbours in one role, -1 where absent (at most three).
+using Peers = std::array<int, 3>;
+
+// What a rank does with one unit (a segment of one half-block) in one of
+// its roles:
+//   unprompted: needs nothing; sends to `to` at once (a reduce-scatter's
+//               leaf passing its own copy on; an all-gather's owner
+//               spreading its own).
+//   sink:       ends here; receives from `from`, one after the other (a
+//               reduce-scatter's owner combining its own; an all-gather's
+//               leaf).
+//   upward:     toward the root: received from children, sent to the
+//               parent.
+//   downward:   toward the leaves: sent to children.
+// A reduce-scatter's unit has one role at a rank. An all-gather's unit
+// that comes from a child goes up to the parent and down to the other
+// child: two roles, the downward one taking the data the upward one
+// received (`after_upward`).
+enum class Role { unprompted, sink, upward, downward };
+
+struct Step {
+  bool present = false;
+  Peers from{-1, -1, -1};  // receive (reduce-scatter: combine) from each, in turn
+  Peers to{-1, -1, -1};    // then send to each
+  bool after_upward = false;  // all-gather: the data comes from the upward role
+};
+
+int count(const Peers& p) { return (p[0] >= 0) + (p[1] >= 0) + (p[2] >= 0); }
+
+Peers only(int peer) { return {peer, -1, -1}; }
+
+// Rank r's step for a half-block owned by `owner` in tree t, in `role`.
+Step step_of(Collective c, int n, int t, int r, int owner, Role role) {
+  const TreeRoute route = tree_route(n, t, r, owner);
+  const int parent = double_tree(n, r, t).parent;
+  Step s;
+  if (c == Collective::reduce_scatter) {
+    // Sums flow toward the owner: in from every farther neighbour.
+    Role mine = Role::unprompted;
+    if (route.toward < 0) {
+      mine = Role::sink;
+    } else if (route.away_count() > 0) {
+      mine = route.toward == parent ? Role::upward : Role::downward;
+    }
+    if (mine != role) return s;
+    s.present = true;
+    s.from = route.away;
+    if (route.toward >= 0) s.to = only(route.toward);
+    return s;
+  }
+  // All-gather: the half-block flows out from the owner.
+  if (route.toward < 0) {
+    if (role != Role::unprompted) return s;
+    s.present = true;
+    s.to = route.away;
+    return s;
+  }
+  Peers children{-1, -1, -1};
+  for (int k = 0, i = 0; k < 3; ++k) {
+    if (route.away[k] >= 0 && route.away[k] != parent) children[i++] = route.away[k];
+  }
+  const bool from_parent = route.toward == parent;
+  switch (role) {
+    case Role::sink:
+      s.present = from_parent && count(children) == 0;
+      s.from = only(route.toward);
+      break;
+    case Role::upward:
+      s.present = !from_parent;
+      s.from = only(route.toward);
+      if (parent >= 0) s.to = only(parent);
+      break;
+    case Role::downward:
+      s.present = count(children) > 0;
+      if (from_parent) {
+        s.from = only(route.toward);
+      } else {
+        s.after_upward = true;
+      }
+      s.to = children;
+      break;
+    case Role::unprompted: break;
+  }
+  return s;
+}
+
+// One rank's part in the collective.
+//
+// Units in one order on every rank: (block, segment, tree), empty segments
+// skipped. The unprompted ones leave first, all at once; sinks are taken
+// last (an all-gather's receives for them are posted first). The rest
+// form four streams, (tree, upward or downward), each handled in that
+// order:
+//   - an upward stream needs only the children's upward streams;
+//   - a downward stream needs the parent's downward stream (and, in a
+//     reduce-scatter, the other child's upward one; in an all-gather this
+//     rank's own upward one).
+// There is no cycle, and a rank never waits for a send alone (sends are
+// reaped as they complete, alongside the receives), so nobody waits
+// forever.
+//
+// A rank drives its four streams at once, taking whichever stream's
+// message lands first (Comm::wait_any): while it waits for its parent's
+// sums it keeps passing its subtree's upward. Each stream posts its first
+// receives kUnitsAhead units ahead. A reduce-scatter's second (and third)
+// receive of a unit into the same memory is posted once the first has
+// landed: never two reductions into one place at once.
+class TreeBlocks {
+ public:
+  static constexpr std::size_t kUnitsAhead = 8;
+
+  TreeBlocks(Comm& comm, Collective c, Tensor data, ReduceOp op, std::size_t segment_bytes)
+      : comm_(comm), c_(c), op_(op), n_(comm.size()), r_(comm.rank()),
+        halves_{data, BlockSplit{data.count, static_cast<std::size_t>(n_)}},
+        seg_((halves_.blocks.size(0) + 1) / 2, segment_bytes, data.dtype) {}
+
+  void run() {
+    for (Unit u = first(); u.b < n_; u = next(u)) {
+      const Step go = step(u, Role::unprompted);
+      for (int to : go.to) {
+        if (to >= 0) up_front_.push_back(comm_.isend(to, u.s.data, u.s.bytes(), tag_of(u)));
+      }
+      const Step end = step(u, Role::sink);
+      if (end.present && c_ == Collective::all_gather) {
+        up_front_.push_back(comm_.irecv(end.from[0], u.s.data, u.s.bytes(), tag_of(u)));
+      }
+    }
+    for (Stream& st : streams_) {
+      st.head = next_in(st, first(), /*inclusive=*/true);
+      st.posted = st.head;
+      while (st.firsts.size() < kUnitsAhead && st.posted.b < n_) post_first(st);
+    }
+    drive();
+    if (c_ == Collective::reduce_scatter) {
+      for (Unit u = first(); u.b < n_; u = next(u)) {
+        const Step end = step(u, Role::sink);
+        for (int from : end.from) {
+          if (from < 0) continue;
+          Request in = comm_.irecv_reduce(from, u.s, op_, tag_of(u));
+          comm_.wait(in);
+        }
+      }
+    }
+    for (Request& s : sends_) comm_.wait(s);
+    comm_.wait_all(up_front_);
+  }
+
+ private:
+  // Segment j of half-block t of block b.
+  struct Unit {
+    int b = 0;
+    std::size_t j = 0;
+    int t = 0;
+    Tensor s;
+    bool before(const Unit& o) const { return b != o.b ? b < o.b : j != o.j ? j < o.j : t < o.t; }
+  };
+
+  // The units of one tree in one role, in order.
+  struct Stream {
+    int t = 0;
+    Role role = Role::upward;
+    Unit head;    // the unit being handled
+    Step now;     // its step
+    Unit posted;  // the next unit whose first receive is to be posted
+    std::deque<Request> firsts;  // first receives posted, head's at the front
+    std::size_t k = 0;  // head's receives that have landed
+    Request more;       // reduce-scatter: head's receive from now.from[k], k > 0
+  };
+
+  Step step(const Unit& u, Role role) const { return step_of(c_, n_, u.t, r_, u.b, role); }
+
+  Unit at(int b, std::size_t j, int t) const {
+    Unit u{b, j, t, {}};
+    if (b < n_) u.s = seg_.of(halves_.of(b, t), j);
+    return u;
+  }
+  Unit first() const {
+    const Unit u = at(0, 0, 0);
+    return u.s.count ? u : next(u);
+  }
+  Unit next(const Unit& u) const {
+    int b = u.b, t = u.t;
+    std::size_t j = u.j;
+    while (true) {
+      if (++t == 2) {
+        t = 0;
+        if (++j == seg_.count) j = 0, ++b;
+      }
+      const Unit v = at(b, j, t);
+      if (b >= n_ || v.s.count) return v;
+    }
+  }
+  // The first unit of `st` from u on (inclusive) or after it.
+  Unit next_in(const Stream& st, Unit u, bool inclusive) const {
+    if (!inclusive) u = next(u);
+    while (u.b < n_ && (u.t != st.t || !step(u, st.role).present)) u = next(u);
+    return u;
+  }
+
+  static Tag tag_of(const Unit& u) { return block_tag(u.b, u.t); }
+
+  Request receive(int from, const Unit& u) {
+    if (c_ == Collective::reduce_scatter) return comm_.irecv_reduce(from, u.s, op_, tag_of(u));
+    return comm_.irecv(from, u.s.data, u.s.bytes(), tag_of(u));
+  }
+
+  // The first receive of st.posted, if it has one.
+  void post_first(Stream& st) {
+    const Step go = step(st.posted, st.role);
+    if (go.from[0] >= 0) st.firsts.push_back(receive(go.from[0], st.posted));
+    st.posted = next_in(st, st.posted, /*inclusive=*/false);
+  }
+
+  // The stream whose upward data an all-gather's downward stream forwards.
+  const Stream& upward_of(const Stream& st) const { return streams_[2 * st.t]; }
+
+  // Moves every stream on as far as it can without waiting, then waits
+  // for whichever pending receive lands first; until all are through.
+  void drive() {
+    for (Stream& st : streams_) start(st);
+    std::vector<Stream*> owners;
+    std::vector<Request> pending;
+    while (true) {
+      bool moved = true;
+      while (moved) {
+        moved = false;
+        for (Stream& st : streams_) {
+          if (st.head.b < n_ && st.now.after_upward && upward_of(st).head.b < n_ &&
+              !st.head.before(upward_of(st).head)) {
+            continue;  // the upward stream has not received it yet
+          }
+          if (st.head.b < n_ && st.now.after_upward) {
+            finish(st);
+            moved = true;
+          }
+        }
+      }
+      owners.clear();
+      pending.clear();
+      for (Stream& st : streams_) {
+        if (st.head.b >= n_ || st.now.after_upward) continue;
+        owners.push_back(&st);
+        pending.push_back(std::move(st.k == 0 ? st.firsts.front() : st.more));
+      }
+      if (owners.empty()) {
+        for (Stream& st : streams_) {
+          GRADEX_ENFORCE(st.head.b >= n_, "a tree block stream is stuck at block ", st.head.b);
+        }
+        return;
+      }
+      // The oldest send is reaped whenever it completes, never waited for
+      // alone: a rank blocked on a send could hold up the receives its
+      // receiver needs first.
+      const bool reap = !sends_.empty();
+      if (reap) pending.push_back(std::move(sends_.front()));
+      const std::size_t done = comm_.wait_any(pending);
+      for (std::size_t i = 0; i < owners.size(); ++i) {
+        if (i != done) (owners[i]->k == 0 ? owners[i]->firsts.front() : owners[i]->more) = std::move(pending[i]);
+      }
+      if (reap && done == owners.size()) {
+        sends_.pop_front();
+        continue;
+      }
+      if (reap) sends_.front() = std::move(pending.back());
+      landed(*owners[done]);
+    }
+  }
+
+  void start(Stream& st) {
+    st.k = 0;
+    if (st.head.b < n_) st.now = step(st.head, st.role);
+  }
+
+  // The pending receive of st's head has landed: the next one of the unit
+  // (reduce-scatter), or the sends.
+  void landed(Stream& st) {
+    if (st.k == 0) st.firsts.pop_front();
+    while (++st.k < st.now.from.size() && st.now.from[st.k] < 0) {}
+    if (st.k < st.now.from.size()) {
+      st.more = receive(st.now.from[st.k], st.head);
+      return;
+    }
+    finish(st);
+  }
+
+  // Sends st's head on and moves to its next unit.
+  void finish(Stream& st) {
+    for (int to : st.now.to) {
+      if (to >= 0) send(to, st.head);
+    }
+    st.head = next_in(st, st.head, /*inclusive=*/false);
+    start(st);
+    if (st.posted.b < n_) post_first(st);
+  }
+
+  void send(int to, const Unit& u) {
+    // To the owner: a sink there, taken at its end; kept apart so that
+    // the sends reaped oldest first are not held up behind it.
+    Request out = comm_.isend(to, u.s.data, u.s.bytes(), tag_of(u));
+    if (to == u.b) {
+      up_front_.push_back(std::move(out));
+    } else {
+      sends_.push_back(std::move(out));
+    }
+  }
+
+  Comm& comm_;
+  Collective c_;
+  ReduceOp op_;
+  int n_;
+  int r_;
+  HalfBlocks halves_;
+  Segmentation seg_;
+  // Upward first, per tree: upward_of relies on it.
+  Stream streams_[4] = {{0, Role::upward, {}, {}, {}, {}, 0, {}},
+                        {0, Role::downward, {}, {}, {}, {}, 0, {}},
+                        {1, Role::upward, {}, {}, {}, {}, 0, {}},
+                        {1, Role::downward, {}, {}, {}, {}, 0, {}}};
+  std::deque<Request> sends_;
+  std::vector<Request> up_front_;
+};
+
+void check_collective(Collective c) {
+  GRADEX_ENFORCE(c == Collective::reduce_scatter || c == Collective::all_gather,
+                 "the tree's block collectives are reduce-scatter and all-gather, not ",
+                 collective_name(c));
+}
+
+}  // namespace
+
+bool double_tree_below(int n, int which, int top, int rank) {
+  if (which == 0) return inorder_below(n, top, rank);
+  // Tree B relabels tree A (allreduce/tree.cpp, double_tree): undo it.
+  const bool shift = n % 2 == 1;
+  auto role = [&](int x) { return shift ? (x - 1 + n) % n : n - 1 - x; };
+  return inorder_below(n, role(top), role(rank));
+}
+
+TreeRoute tree_route(int n, int which, int rank, int owner) {
+  const TreeLinks links = double_tree(n, rank, which);
+  TreeRoute route;
+  if (owner != rank) {
+    route.toward = links.parent;
+    for (int c : links.children) {
+      if (c >= 0 && double_tree_below(n, which, c, owner)) route.toward = c;
+    }
+  }
+  int k = 0;
+  for (int neighbour : {links.parent, links.children[0], links.children[1]}) {
+    if (neighbour >= 0 && neighbour != route.toward) route.away[static_cast<std::size_t>(k++)] = neighbour;
+  }
+  return route;
+}
+
+void tree_block_collective(Comm& comm, Collective c, Tensor data, ReduceOp op,
+                           std::size_t segment_bytes) {
+  check_collective(c);
+  const int n = comm.size();
+  if (n == 1 || data.count == 0) return;
+  GRADEX_ENFORCE(block_tag(n - 1, 1) < kSchemeTagLimit, "a tree's block collective over ", n,
+                 " ranks would need tags beyond 2^22");
+  TreeBlocks(comm, c, data, op, segment_bytes).run();
+}
+
+// Each half-block leaves a rank once toward its owner (reduce-scatter) and
+// arrives from every farther neighbour; an all-gather is the mirror image.
+Traffic tree_block_traffic(Collective c, int n, int rank, std::size_t count, DType dtype,
+                           std::size_t segment_bytes) {
+  check_collective(c);
+  if (n == 1 || count == 0) return {};
+  const BlockSplit blocks{count, static_cast<std::size_t>(n)};
+  const Segmentation seg((blocks.size(0) + 1) / 2, segment_bytes, dtype);
+  std::uint64_t near_bytes = 0, near_messages = 0;  // with the neighbour nearer the owner
+  std::uint64_t far_bytes = 0, far_messages = 0;    // with the others
+  for (int b = 0; b < n; ++b) {
+    for (int t = 0; t < 2; ++t) {
+      const std::size_t elems = half_size(blocks, b, t);
+      const TreeRoute route = tree_route(n, t, rank, b);
+      const auto near = static_cast<std::uint64_t>(route.toward >= 0);
+      const auto far = static_cast<std::uint64_t>(route.away_count());
+      near_bytes += near * elems * dtype_size(dtype);
+      near_messages += near * seg.nonempty(elems);
+      far_bytes += far * elems * dtype_size(dtype);
+      far_messages += far * seg.nonempty(elems);
+    }
+  }
+  if (c == Collective::reduce_scatter) return {near_bytes, far_bytes, near_messages, far_messages};
+  return {far_bytes, near_bytes, far_messages, near_messages};
+}
+
+double tree_block_model_time(Collective c, int n, std::size_t bytes, const Topology& topology,
+                             std::size_t segment_bytes) {
+  check_collective(c);
+  if (n <= 1 || bytes == 0) return 0;
+  // Bytes per port, both trees at once: what each rank sends and receives
+  // per neighbour, on the port it reaches that neighbour by.
+  std::map<PortId, double> out, in;
+  const BlockSplit blocks{bytes, static_cast<std::size_t>(n)};
+  const bool gather = c == Collective::all_gather;
+  std::vector<std::pair<int, int>> edges;  // (child, parent) of either tree
+  for (int t = 0; t < 2; ++t) {
+    for (int r = 0; r < n; ++r) {
+      if (const int p = double_tree(n, r, t).parent; p >= 0) edges.emplace_back(r, p);
+      for (int b = 0; b < n; ++b) {
+        const auto part = static_cast<double>(half_size(blocks, b, t));
+        const TreeRoute route = tree_route(n, t, r, b);
+        // Reduce-scatter: r sends toward b and hears from the others;
+        // all-gather the reverse.
+        if (route.toward >= 0) (gather ? in : out)[port_to(topology, r, route.toward)] += part;
+        for (int other : route.away) {
+          if (other >= 0) (gather ? out : in)[port_to(topology, r, other)] += part;
+        }
+      }
+    }
+  }
+  const double segment =
+      std::min(static_cast<double>(segment_bytes), std::max(1.0, bytes / (2.0 * n)));
+  double busiest = 0;  // seconds
+  for (const auto* load : {&out, &in}) {
+    for (const auto& [port, port_bytes] : *load) {
+      const LinkSpec& l = port.inter ? topology.inter : topology.intra;
+      if (l.unlimited()) continue;
+      busiest = std::max(busiest, port_bytes * (l.wire_bytes(segment) / segment) / l.bytes_per_second);
+    }
+  }
+  // The fill: the last half-block to be summed (or spread) crosses the
+  // longest path of its tree, from one leaf up and down to another, a hop
+  // per edge over the slowest link.
+  LinkSpec slowest = topology.link(edges.front().first, edges.front().second);
+  for (const auto& [a, b] : edges) {
+    const LinkSpec& l = topology.link(a, b);
+    if (message_time(l, 1e6) > message_time(slowest, 1e6)) slowest = l;
+  }
+  const double per_byte = slowest.unlimited() ? 0.0 : 1.0 / slowest.bytes_per_second;
+  const int hops = std::max({1, tree_diameter(n, 0), tree_diameter(n, 1)});
+  return busiest + hops * slowest.delay(segment) + (hops - 1) * slowest.wire_bytes(segment) * per_byte;
+}
+
+}  // namespace gradex
