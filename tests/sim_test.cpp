@@ -211,6 +211,40 @@ TEST(SimEventQueue, PopsInTimeThenPostingOrder) {
   EXPECT_THROW(queue.push({now, seq++}), InvariantError);
 }
 
+// Dropping events (the simulator drops flows' stale completions) leaves
+// the others popping as they would have: by time, then posting order,
+// also for events at the instant being popped.
+TEST(SimEventQueue, DroppedEventsLeaveTheRestInOrder) {
+  struct E {
+    double time;
+    std::uint64_t seq;
+  };
+  EventQueue<E> queue;
+  std::set<std::pair<double, std::uint64_t>> reference;
+  std::mt19937_64 rng(11);
+  double now = 0;
+  std::uint64_t seq = 0;
+  for (int step = 0; step < 20'000; ++step) {
+    if (step % 997 == 0) {
+      const auto odd = [](std::uint64_t s) { return s % 3 == 1; };
+      const std::size_t removed = queue.remove_if([&](const E& e) { return odd(e.seq); });
+      EXPECT_EQ(removed, std::erase_if(reference, [&](const auto& r) { return odd(r.second); }));
+    }
+    if (reference.empty() || rng() % 3 != 0) {
+      const double t = rng() % 2 == 0 ? now : now + static_cast<double>(rng() % 100) * 1e-7;
+      queue.push({t, seq});
+      reference.insert({t, seq++});
+    } else {
+      const E e = queue.pop();
+      ASSERT_EQ(std::make_pair(e.time, e.seq), *reference.begin()) << "step " << step;
+      reference.erase(reference.begin());
+      now = e.time;
+    }
+  }
+  EXPECT_EQ(queue.remove_if([](const E&) { return true; }), reference.size());
+  EXPECT_TRUE(queue.empty());
+}
+
 // ---- failures ---------------------------------------------------------------
 
 TEST(SimFailures, DeadlockNamesTheStuckRanks) {

@@ -42,6 +42,20 @@ class EventQueue {
     ++size_;
   }
 
+  // Removes every pending event `drop` says to and returns how many. The
+  // others keep their order (bucket 0 stays sorted by seq), so popping
+  // gives what it would have given, less the dropped ones.
+  template <class Drop>
+  std::size_t remove_if(Drop drop) {
+    std::vector<Event>& now = buckets_[0];
+    now.erase(now.begin(), now.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
+    std::size_t removed = 0;
+    for (std::vector<Event>& bucket : buckets_) removed += std::erase_if(bucket, drop);
+    size_ -= removed;
+    return removed;
+  }
+
   // Whether an event is pending at the time last popped.
   bool due_now() const { return head_ < buckets_[0].size(); }
 

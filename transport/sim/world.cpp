@@ -109,6 +109,13 @@ struct SimWorld::Impl {
   std::vector<std::unique_ptr<Fiber>> fibers;  // of the current run()
   std::deque<int> runnable;
   EventQueue<Event> events;  // earliest first, ties in posting order
+  // Completion events in the queue. A flow whose rate changes gets a new
+  // one and its old one goes stale (skipped when popped): where many flows
+  // share a port (a server taking every worker's push) each change
+  // reschedules them all, and stale events would pile up as flows squared.
+  // Past kStaleSlack more than twice the flows in flight, they are dropped.
+  std::size_t flow_events = 0;
+  static constexpr std::size_t kStaleSlack = 4096;
   std::vector<Message*> message_of_flow;
   // Messages between one pair of endpoints leave one after another, as on
   // one connection (and as the in-process shaper's FIFO ports do): only
@@ -136,6 +143,13 @@ struct SimWorld::Impl {
   void push(Event e) {
     e.seq = seq++;
     events.push(e);
+  }
+  // Removes the completion events of flows rescheduled since; the rest
+  // keep their order, so the simulation is the same to the last bit.
+  void drop_stale_flow_events() {
+    flow_events -= events.remove_if([this](const Event& e) {
+      return e.kind == Event::flow_done && !network.current(e.index, e.version);
+    });
   }
   Message* new_message() {
     if (free_messages.empty()) return &message_pool.emplace_back();
@@ -286,6 +300,9 @@ SimWorld::Impl::Impl(int n, Topology topo, bool phantom_payloads)
         e.index = flow;
         e.version = version;
         push(e);
+        if (++flow_events > 2 * static_cast<std::size_t>(network.active_flows()) + kStaleSlack) {
+          drop_stale_flow_events();
+        }
       }),
       ranks(static_cast<std::size_t>(n)) {}
 
@@ -394,6 +411,7 @@ void SimWorld::Impl::process(const Event& e) {
   ++stats.events;
   switch (e.kind) {
     case Event::flow_done:
+      --flow_events;
       if (network.current(e.index, e.version)) {
         const auto flow = static_cast<std::size_t>(e.index);
         Message* m = message_of_flow[flow];
