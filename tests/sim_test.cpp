@@ -174,13 +174,17 @@ TEST(SimNetwork, SleepUntilAdvancesVirtualTime) {
 // ordered set would: many events at one instant (a step of every rank),
 // times that differ in their last bits, and pushes while an instant is
 // being popped. An event before the current time is a bug, refused.
+struct QueuedEvent {
+  double time;
+  std::uint64_t seq;
+};
+using E = QueuedEvent;
+// What the queue must pop, in order: (time, seq).
+using Reference = std::set<std::pair<double, std::uint64_t>>;
+
 TEST(SimEventQueue, PopsInTimeThenPostingOrder) {
-  struct E {
-    double time;
-    std::uint64_t seq;
-  };
   EventQueue<E> queue;
-  std::set<std::pair<double, std::uint64_t>> reference;
+  Reference reference;
   std::mt19937_64 rng(7);
   double now = 0;
   std::uint64_t seq = 0;
@@ -215,12 +219,8 @@ TEST(SimEventQueue, PopsInTimeThenPostingOrder) {
 // the others popping as they would have: by time, then posting order,
 // also for events at the instant being popped.
 TEST(SimEventQueue, DroppedEventsLeaveTheRestInOrder) {
-  struct E {
-    double time;
-    std::uint64_t seq;
-  };
   EventQueue<E> queue;
-  std::set<std::pair<double, std::uint64_t>> reference;
+  Reference reference;
   std::mt19937_64 rng(11);
   double now = 0;
   std::uint64_t seq = 0;
