@@ -12,6 +12,9 @@
 #
 # Usage: bash bench/sim_train_zero.sh [BUILD_FOLDER] [OUT_FOLDER]
 #   defaults: build/default results/sim_train_zero
+#   environment: SCHEMES and WORKERS, JSON lists that replace the
+#   scenario's "schemes" and "workers" (e.g. SCHEMES='["tree"]'
+#   WORKERS='[8, 64, 256]').
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -27,11 +30,15 @@ mkdir -p "$out"
 for stage in 0 2 3; do
   name="ddp"
   [ "$stage" = 0 ] || name="zero$stage"
+  SCHEMES="${SCHEMES:-}" WORKERS="${WORKERS:-}" \
   /usr/bin/python3 - scenarios/sim_train_zero.json "$out/$name.json" "$stage" "$out/$name" <<'PY'
-import json, sys
+import json, os, sys
 scenario = json.load(open(sys.argv[1]))
 scenario["workload"]["zero"] = int(sys.argv[3])
 scenario["output"] = sys.argv[4]
+for field in ("schemes", "workers"):
+    if os.environ[field.upper()]:
+        scenario[field] = json.loads(os.environ[field.upper()])
 with open(sys.argv[2], "w") as f:
     json.dump(scenario, f, indent=2)
     f.write("\n")
