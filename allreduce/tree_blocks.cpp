@@ -100,7 +100,10 @@ using Peers = std::array<int, 3>;
 // A reduce-scatter's unit has one role at a rank. An all-gather's unit
 // that comes from a child goes up to the parent and down to the other
 // child: two roles, the downward one taking the data the upward one
-// received (`after_upward`).
+// received (`after_upward`). An all-gather's downward units are also told
+// apart by how far up the rank's branch meets the owner's (its level: 0
+// from a child, k from the parent when the k-th ancestor is the first
+// whose subtree holds the owner), one stream each (see TreeBlocks).
 enum class Role { unprompted, sink, upward, downward };
 
 struct Step {
@@ -114,8 +117,17 @@ int count(const Peers& p) { return (p[0] >= 0) + (p[1] >= 0) + (p[2] >= 0); }
 
 Peers only(int peer) { return {peer, -1, -1}; }
 
-// Rank r's step for a half-block owned by `owner` in tree t, in `role`.
-Step step_of(Collective c, int n, int t, int r, int owner, Role role) {
+// How far up from r the owner's branch meets r's in tree t: 0 when the
+// owner is below r, k when r's k-th ancestor is the first above it.
+int meeting_level(int n, int t, int r, int owner) {
+  int level = 0;
+  for (int up = r; !double_tree_below(n, t, up, owner); up = double_tree(n, up, t).parent) ++level;
+  return level;
+}
+
+// Rank r's step for a half-block owned by `owner` in tree t, in `role`
+// (an all-gather's downward role: at `level`).
+Step step_of(Collective c, int n, int t, int r, int owner, Role role, int level) {
   const TreeRoute route = tree_route(n, t, r, owner);
   const int parent = double_tree(n, r, t).parent;
   Step s;
@@ -156,7 +168,8 @@ Step step_of(Collective c, int n, int t, int r, int owner, Role role) {
       if (parent >= 0) s.to = only(parent);
       break;
     case Role::downward:
-      s.present = count(children) > 0;
+      s.present = count(children) > 0 &&
+                  (from_parent ? meeting_level(n, t, r, owner) : 0) == level;
       if (from_parent) {
         s.from = only(route.toward);
       } else {
@@ -174,17 +187,24 @@ Step step_of(Collective c, int n, int t, int r, int owner, Role role) {
 // Units in one order on every rank: (block, segment, tree), empty segments
 // skipped. The unprompted ones leave first, all at once; sinks are taken
 // last (an all-gather's receives for them are posted first). The rest
-// form four streams, (tree, upward or downward), each handled in that
-// order:
+// form streams, each handled in that order: per tree one upward stream,
+// and downward one stream (reduce-scatter) or one per level (all-gather:
+// level k + 1 here is level k at the parent, and level 1 the parent's
+// level 0, its own block aside, which it sends at once):
 //   - an upward stream needs only the children's upward streams;
 //   - a downward stream needs the parent's downward stream (and, in a
 //     reduce-scatter, the other child's upward one; in an all-gather this
 //     rank's own upward one).
+// A child so takes what its parent sends it in each stream in the order
+// the parent sent it. With a single downward stream an all-gather's
+// half-blocks from the parent, which come from far, would hold back
+// those from the other child, ready long before (23% against 36% above
+// the model at 512 ranks, results/README.md, sim_collectives).
 // There is no cycle, and a rank never waits for a send alone (sends are
 // reaped as they complete, alongside the receives), so nobody waits
 // forever.
 //
-// A rank drives its four streams at once, taking whichever stream's
+// A rank drives its streams at once, taking whichever stream's
 // message lands first (Comm::wait_any): while it waits for its parent's
 // sums it keeps passing its subtree's upward. Each stream posts its first
 // receives kUnitsAhead units ahead. A reduce-scatter's second (and third)
@@ -197,7 +217,19 @@ class TreeBlocks {
   TreeBlocks(Comm& comm, Collective c, Tensor data, ReduceOp op, std::size_t segment_bytes)
       : comm_(comm), c_(c), op_(op), n_(comm.size()), r_(comm.rank()),
         halves_{data, BlockSplit{data.count, static_cast<std::size_t>(n_)}},
-        seg_((halves_.blocks.size(0) + 1) / 2, segment_bytes, data.dtype) {}
+        seg_((halves_.blocks.size(0) + 1) / 2, segment_bytes, data.dtype) {
+    for (int t = 0; t < 2; ++t) {
+      upward_[t] = streams_.size();
+      streams_.push_back(stream(t, Role::upward, 0));
+      // An all-gather's downward units come at levels 0 to this rank's
+      // depth; a reduce-scatter's are one stream.
+      int depth = 0;
+      if (c == Collective::all_gather) {
+        for (int up = double_tree(n_, r_, t).parent; up >= 0; up = double_tree(n_, up, t).parent) ++depth;
+      }
+      for (int level = 0; level <= depth; ++level) streams_.push_back(stream(t, Role::downward, level));
+    }
+  }
 
   void run() {
     for (Unit u = first(); u.b < n_; u = next(u)) {
@@ -240,10 +272,11 @@ class TreeBlocks {
     bool before(const Unit& o) const { return b != o.b ? b < o.b : j != o.j ? j < o.j : t < o.t; }
   };
 
-  // The units of one tree in one role, in order.
+  // The units of one tree in one role (and level), in order.
   struct Stream {
     int t = 0;
     Role role = Role::upward;
+    int level = 0;
     Unit head;    // the unit being handled
     Step now;     // its step
     Unit posted;  // the next unit whose first receive is to be posted
@@ -252,7 +285,17 @@ class TreeBlocks {
     Request more;       // reduce-scatter: head's receive from now.from[k], k > 0
   };
 
-  Step step(const Unit& u, Role role) const { return step_of(c_, n_, u.t, r_, u.b, role); }
+  static Stream stream(int t, Role role, int level) {
+    Stream st;
+    st.t = t;
+    st.role = role;
+    st.level = level;
+    return st;
+  }
+
+  Step step(const Unit& u, Role role, int level = 0) const {
+    return step_of(c_, n_, u.t, r_, u.b, role, level);
+  }
 
   Unit at(int b, std::size_t j, int t) const {
     Unit u{b, j, t, {}};
@@ -278,7 +321,7 @@ class TreeBlocks {
   // The first unit of `st` from u on (inclusive) or after it.
   Unit next_in(const Stream& st, Unit u, bool inclusive) const {
     if (!inclusive) u = next(u);
-    while (u.b < n_ && (u.t != st.t || !step(u, st.role).present)) u = next(u);
+    while (u.b < n_ && (u.t != st.t || !step(u, st.role, st.level).present)) u = next(u);
     return u;
   }
 
@@ -291,13 +334,15 @@ class TreeBlocks {
 
   // The first receive of st.posted, if it has one.
   void post_first(Stream& st) {
-    const Step go = step(st.posted, st.role);
+    const Step go = step(st.posted, st.role, st.level);
     if (go.from[0] >= 0) st.firsts.push_back(receive(go.from[0], st.posted));
     st.posted = next_in(st, st.posted, /*inclusive=*/false);
   }
 
   // The stream whose upward data an all-gather's downward stream forwards.
-  const Stream& upward_of(const Stream& st) const { return streams_[2 * st.t]; }
+  const Stream& upward_of(const Stream& st) const {
+    return streams_[upward_[static_cast<std::size_t>(st.t)]];
+  }
 
   // Moves every stream on as far as it can without waiting, then waits
   // for whichever pending receive lands first; until all are through.
@@ -353,7 +398,7 @@ class TreeBlocks {
 
   void start(Stream& st) {
     st.k = 0;
-    if (st.head.b < n_) st.now = step(st.head, st.role);
+    if (st.head.b < n_) st.now = step(st.head, st.role, st.level);
   }
 
   // The pending receive of st's head has landed: the next one of the unit
@@ -396,11 +441,8 @@ class TreeBlocks {
   int r_;
   HalfBlocks halves_;
   Segmentation seg_;
-  // Upward first, per tree: upward_of relies on it.
-  Stream streams_[4] = {{0, Role::upward, {}, {}, {}, {}, 0, {}},
-                        {0, Role::downward, {}, {}, {}, {}, 0, {}},
-                        {1, Role::upward, {}, {}, {}, {}, 0, {}},
-                        {1, Role::downward, {}, {}, {}, {}, 0, {}}};
+  std::vector<Stream> streams_;
+  std::size_t upward_[2] = {0, 0};  // each tree's upward stream
   std::deque<Request> sends_;
   std::vector<Request> up_front_;
 };

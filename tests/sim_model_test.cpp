@@ -146,7 +146,7 @@ TEST(ModelVsSim, PipelinedTreeAtAnyWorldSize) {
 // counts the busiest port's bytes and the tree's longest path; the
 // schedule forwards each stream in block order, so a half-block that waits
 // for a far owner holds back those behind it. The simulation lands up to
-// 12% above the model for reduce-scatter and 31% for all-gather at 64
+// 12% above the model for reduce-scatter and 23% for all-gather at 64
 // ranks (results/README.md, sim_collectives). Still it must beat what a
 // tree that reduces to its root and scatters back would take.
 TEST(ModelVsSim, PipelinedTreeBlocksAtAnyWorldSize) {
@@ -162,7 +162,7 @@ TEST(ModelVsSim, PipelinedTreeBlocksAtAnyWorldSize) {
       req.topology = Topology::grouped(n, 1, 0, {}, {25 * kGB, 5e-6});
       const double model = tree->collective_model_time(c, req.count * 4, req.topology);
       const double sim = simulate_allreduce(*tree, req).seconds;
-      const double above = c == Collective::reduce_scatter ? 0.15 : 0.35;
+      const double above = c == Collective::reduce_scatter ? 0.15 : 0.25;
       EXPECT_GE(sim / model, 0.9) << collective_name(c) << " n " << n;
       EXPECT_LE(sim / model, 1.0 + above) << collective_name(c) << " n " << n;
       // Reduce to the root, then scatter: the root's port carries S in and
