@@ -14,11 +14,13 @@
 #include <numeric>
 #include <set>
 
+#include "common/peak_memory.h"
 #include "schemes/registry.h"
 #include "train/dataset.h"
 #include "train/idx.h"
 #include "train/mlp.h"
 #include "train/optimizer.h"
+#include "train/param_buffer.h"
 #include "train/ps_training.h"
 #include "train/profiled_model.h"
 #include "train/reducer.h"
@@ -194,6 +196,63 @@ TEST(Mlp, GradientMatchesFiniteDifferences) {
   }
 }
 
+// Scoring reads the values through passes of whole-unit ranges (ZeRO-3
+// hands out one gathered group at a time): any split gives the whole
+// vector's figures bit for bit, one pass per chunk; the loss is the one
+// training computes, and a pass that leaves out a layer is refused.
+TEST(Mlp, EvaluationReadsTheValuesInWholeUnitRangesAPassPerChunk) {
+  const Dataset test = synthetic_dataset(2 * Mlp::kEvaluationChunk + 1, 6, 3, 5);
+  const Mlp mlp({6, 8, 8, 3}, test);
+  std::vector<float> p(mlp.param_count());
+  mlp.init(p, 9);
+  const Evaluation whole = mlp.evaluate(p, test);
+  std::size_t passes = 0;
+  const auto per_unit = [&](const ParamRangeVisitor& visit) {
+    ++passes;
+    for (const ParamUnit& u : mlp.units()) {
+      const std::vector<float> gathered(p.begin() + static_cast<std::ptrdiff_t>(u.offset),
+                                        p.begin() + static_cast<std::ptrdiff_t>(u.offset + u.count));
+      visit(u.offset, gathered);
+    }
+  };
+  const Evaluation split = mlp.evaluate(per_unit, test);
+  EXPECT_EQ(split.loss, whole.loss);
+  EXPECT_EQ(split.accuracy, whole.accuracy);
+  EXPECT_EQ(passes, Mlp::evaluation_passes(test.size()));
+  EXPECT_EQ(passes, 3u);
+  std::vector<std::size_t> all(test.size());
+  std::iota(all.begin(), all.end(), std::size_t{0});
+  Mlp trainer({6, 8, 8, 3}, test);
+  std::vector<float> scratch(p.size());
+  EXPECT_NEAR(whole.loss, trainer.train_step(p, all, scratch, 0.0f, {}), 1e-5);
+  const auto skips_the_middle = [&](const ParamRangeVisitor& visit) {
+    const std::vector<ParamUnit> u = mlp.units();
+    visit(u[0].offset, std::span<const float>(p).subspan(u[0].offset, u[0].count));
+    visit(u[2].offset, std::span<const float>(p).subspan(u[2].offset, u[2].count));
+  };
+  EXPECT_THROW(mlp.evaluate(skips_the_middle, test), InvariantError);
+}
+
+// A large parameter buffer leaves the process when freed, the second as
+// the first: through malloc, the second would stay in the heap (glibc
+// raises its mmap threshold to the first freed block's size, up to
+// 32 MiB), and ZeRO-3's freed layers would stay resident.
+TEST(ParamBuffers, ALargeBufferFreedLeavesTheProcess) {
+  constexpr std::size_t kFloats = std::size_t{4} << 18;  // 4 MiB: a 1024 x 1024 layer
+  std::vector<std::unique_ptr<char[]>> after_each;  // allocated above a freed buffer
+  for (int round = 0; round < 3; ++round) {
+    ParamBuffer b(kFloats, 1.0f);  // written: resident
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % 64, 0u);
+    after_each.push_back(std::make_unique<char[]>(200000));
+  }
+  if (!reset_peak_resident_bytes()) GTEST_SKIP() << "the peak resident size cannot be reset here";
+  const std::size_t after = peak_resident_bytes();
+  ParamBuffer held(kFloats, 1.0f);
+  const std::size_t holding = peak_resident_bytes();
+  // The freed buffers are not resident: holding one more adds its size.
+  EXPECT_GT(holding, after + kFloats * sizeof(float) * 3 / 4);
+}
+
 TEST(Optimizer, AdamAndSgdMinimiseAQuadratic) {
   for (const char* kind : {"sgd", "adam"}) {
     OptimizerConfig c;
@@ -220,7 +279,7 @@ TEST(Buckets, AsTorchDdpBuildsThem) {
   std::vector<ParamSpan> params;
   std::size_t offset = 0;
   for (std::size_t n : {100, 10, 50, 5, 30, 70, 1}) {
-    params.push_back({"p" + std::to_string(params.size()), offset, n});
+    params.push_back({std::string("p").append(std::to_string(params.size())), offset, n});
     offset += n;
   }
   const auto buckets = make_buckets(params, 240, 80);

@@ -220,6 +220,12 @@ class RecordingExchange final : public GradientExchange {
   std::vector<ExchangeCall> calls_;
 };
 
+// A test set of three evaluation chunks: scoring takes three passes.
+const Dataset& scored_data() {
+  static const Dataset d = synthetic_dataset(2 * Mlp::kEvaluationChunk + 1, 12, 4, 11);
+  return d;
+}
+
 // A PS's dedicated servers replay served_exchanges() call for call, so it
 // must be what the workers post, in their order: the MLP and an emulated
 // ResNet-50, per layer and wrapped into groups, overlapped or not, with
@@ -257,11 +263,9 @@ TEST(Zero3, TheServersListIsTheOrderTheWorkersPostIn) {
     EmulationConfig emu;
     emu.forward_seconds = 0.001;
     emu.param_scale = 0.002;
-    ModelSource source = testing::emulated_resnet50(emu, 240);
-    if (!k.emulated) {
-      source.make_model = [&c] { return std::make_unique<Mlp>(c.layers, tiny_data()); };
-      source.samples = tiny_data().size();
-    }
+    // The MLP is scored after each epoch, a pass per chunk of its test set.
+    const ModelSource source = k.emulated ? testing::emulated_resnet50(emu, 240)
+                                          : mlp_source(c, borrowed(tiny_data()), borrowed(scored_data()));
     RecordingExchange exchange(n);
     TransportOptions options;
     options.phantom_payloads = carries_sizes_only(k.transport, k.emulated);
@@ -269,8 +273,10 @@ TEST(Zero3, TheServersListIsTheOrderTheWorkersPostIn) {
       train_rank(comm, exchange, c, source);
     });
     const long steps = training_steps_per_epoch(c, source.samples, n);
+    EXPECT_EQ(scoring_passes(c, source), k.emulated ? 0u : 3u);
     std::vector<ExchangeCall> served;
-    served_exchanges(c, *source.make_model(), steps, options.phantom_payloads)
+    served_exchanges(c, *source.make_model(), steps, options.phantom_payloads,
+                     scoring_passes(c, source))
         .for_each([&](const ExchangeCall& call) { served.push_back(call); });
     EXPECT_GT(served.size(), 0u);
     EXPECT_TRUE(exchange.calls() == served) << exchange.calls().size() << " posted, "

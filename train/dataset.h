@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,12 @@ struct Dataset {
   // The first n samples (tests and quick runs).
   Dataset head(std::size_t n) const;
 };
+
+// A handle on a data set that its caller keeps alive (owns nothing), for
+// interfaces that also take shared ones.
+inline std::shared_ptr<const Dataset> borrowed(const Dataset& d) {
+  return std::shared_ptr<const Dataset>(std::shared_ptr<const Dataset>(), &d);
+}
 
 // Loads the "train" or "t10k" split from `dir` (files "<split>-images-idx3-ubyte[.gz]"
 // and "<split>-labels-idx1-ubyte[.gz]"). Throws DataError if a file is

@@ -70,18 +70,21 @@ void Mlp::init_unit(std::size_t unit, std::span<float> out, std::uint64_t seed) 
               seed);
 }
 
+void Mlp::apply_layer(int l, const float* p, const Eigen::MatrixXf& in, Eigen::MatrixXf& out) const {
+  const std::size_t u = static_cast<std::size_t>(l);
+  ConstMatMap W(p, sizes_[l + 1], sizes_[l]);
+  Eigen::Map<const Eigen::VectorXf> bias(p + params_[2 * u].count, sizes_[l + 1]);
+  out.noalias() = W * in;
+  out.colwise() += bias;
+  if (l + 1 < layers()) out = out.cwiseMax(0.0f);  // ReLU on hidden layers
+}
+
 void Mlp::forward(LayerAccess& access, std::vector<Eigen::MatrixXf>& acts) const {
   acts.resize(static_cast<std::size_t>(layers()) + 1);
   for (int l = 0; l < layers(); ++l) {
     const std::size_t u = static_cast<std::size_t>(l);
-    const float* p = access.params(u);
-    ConstMatMap W(p, sizes_[l + 1], sizes_[l]);
-    Eigen::Map<const Eigen::VectorXf> bias(p + params_[2 * u].count, sizes_[l + 1]);
-    Eigen::MatrixXf& out = acts[u + 1];
-    out.noalias() = W * acts[u];
-    out.colwise() += bias;
+    apply_layer(l, access.params(u), acts[u], acts[u + 1]);
     access.release_params(u);
-    if (l + 1 < layers()) out = out.cwiseMax(0.0f);  // ReLU on hidden layers
   }
 }
 
@@ -154,28 +157,46 @@ double Mlp::train_step(LayerAccess& access, std::span<const std::size_t> samples
   return loss / static_cast<double>(batch);
 }
 
+std::size_t Mlp::evaluation_passes(std::size_t samples) {
+  return (samples + kEvaluationChunk - 1) / kEvaluationChunk;
+}
+
 Evaluation Mlp::evaluate(std::span<const float> params, const Dataset& data) const {
+  return evaluate(whole_vector_pass(params), data);
+}
+
+Evaluation Mlp::evaluate(const ParamPass& pass, const Dataset& data) const {
   Evaluation e;
   if (data.size() == 0) return e;
-  constexpr Eigen::Index kChunk = 1000;
-  std::vector<Eigen::MatrixXf> acts;
+  const std::vector<ParamUnit> unit = units();
+  // Only the layer in hand's input and output are kept (nothing is
+  // differentiated), so a chunk costs two activations, not one per layer.
+  Eigen::MatrixXf in, out;
   double loss = 0;
   std::size_t correct = 0;
-  const Eigen::Index n = static_cast<Eigen::Index>(data.size());
-  for (Eigen::Index start = 0; start < n; start += kChunk) {
-    const Eigen::Index len = std::min(kChunk, n - start);
-    acts.resize(static_cast<std::size_t>(layers()) + 1);
-    acts[0] = data.samples(static_cast<std::size_t>(start), static_cast<std::size_t>(len));
-    FlatAccess access(params, {}, units());
-    forward(access, acts);
-    Eigen::MatrixXf p = acts.back();
-    softmax_columns(p);
-    for (Eigen::Index j = 0; j < len; ++j) {
-      const int c = data.y[static_cast<std::size_t>(start + j)];
+  const std::size_t n = data.size();
+  for (std::size_t start = 0; start < n; start += kEvaluationChunk) {
+    const std::size_t len = std::min(kEvaluationChunk, n - start);
+    in = data.samples(start, len);
+    int next = 0;  // the next layer to apply, as its range arrives
+    pass([&](std::size_t offset, std::span<const float> values) {
+      for (; next < layers(); ++next) {
+        const ParamUnit& u = unit[static_cast<std::size_t>(next)];
+        if (u.offset + u.count > offset + values.size()) break;
+        GRADEX_ENFORCE(u.offset >= offset, "a pass skipped layer " + std::to_string(next));
+        apply_layer(next, values.data() + (u.offset - offset), in, out);
+        std::swap(in, out);
+      }
+    });
+    GRADEX_ENFORCE_EQ(next, layers(), "layers a pass delivered");
+    softmax_columns(in);
+    for (std::size_t j = 0; j < len; ++j) {
+      const int c = data.y[start + j];
+      const auto col = static_cast<Eigen::Index>(j);
       Eigen::Index arg = 0;
-      p.col(j).maxCoeff(&arg);
+      in.col(col).maxCoeff(&arg);
       if (arg == c) ++correct;
-      loss -= std::log(std::max(p(c, j), 1e-30f));
+      loss -= std::log(std::max(in(c, col), 1e-30f));
     }
   }
   e.loss = loss / static_cast<double>(n);

@@ -26,7 +26,13 @@ class Mlp final : public Model {
   double train_step(LayerAccess& access, std::span<const std::size_t> samples, float scale,
                     const GradReady& ready, const std::function<void()>& backward_begins) override;
   using Model::train_step;
-  // Loss and accuracy over a whole data set, in chunks.
+  // Loss and accuracy over a whole data set, in chunks of
+  // kEvaluationChunk samples: each chunk takes one pass over the values
+  // (ZeRO-3 gathers the model once per chunk, never whole), which is
+  // evaluation_passes(data.size()) passes in all.
+  static constexpr std::size_t kEvaluationChunk = 1000;
+  static std::size_t evaluation_passes(std::size_t samples);
+  Evaluation evaluate(const ParamPass& pass, const Dataset& data) const;
   Evaluation evaluate(std::span<const float> params, const Dataset& data) const;
 
  private:
@@ -35,6 +41,8 @@ class Mlp final : public Model {
   int layers() const { return static_cast<int>(sizes_.size()) - 1; }
   // Activations of every layer for a batch (acts[0] is the input); returns logits.
   void forward(LayerAccess& access, std::vector<Eigen::MatrixXf>& acts) const;
+  // Layer l with values `p` (its unit's) on `in`, into `out`.
+  void apply_layer(int l, const float* p, const Eigen::MatrixXf& in, Eigen::MatrixXf& out) const;
   // init() over the units it is asked for: `out(l)` is where layer l's
   // values go, or null to draw and drop them (the stream stays the same).
   void init_layers(const std::function<float*(int)>& out, std::uint64_t seed) const;

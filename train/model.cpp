@@ -35,4 +35,8 @@ double Model::train_step(std::span<const float> params, std::span<const std::siz
   return train_step(access, samples, scale, ready, backward_begins);
 }
 
+ParamPass whole_vector_pass(std::span<const float> params) {
+  return [params](const ParamRangeVisitor& visit) { visit(0, params); };
+}
+
 }  // namespace gradex

@@ -55,6 +55,15 @@ class LayerAccess {
   virtual float* grads(std::size_t unit) = 0;
 };
 
+// One pass over a model's values, first to last, as consecutive ranges of
+// the flat vector that each hold whole units: visit(offset, values) per
+// range, values valid during the call. Replicated training passes the
+// whole vector as one range (whole_vector_pass); ZeRO-3 one gathered group
+// at a time, so that scoring never holds the whole model.
+using ParamRangeVisitor = std::function<void(std::size_t offset, std::span<const float> values)>;
+using ParamPass = std::function<void(const ParamRangeVisitor&)>;
+ParamPass whole_vector_pass(std::span<const float> params);
+
 // Called with a parameter index once that parameter's gradient is final for
 // this pass; backward reports the parameters of the last layer first.
 using GradReady = std::function<void(std::size_t param)>;

@@ -136,7 +136,8 @@ WorkerOutcome run_worker(Comm& comm, const PsTrainConfig& ps, const TrainConfig&
     if (rank == 0) {
       // Worker 0's view: the parameters it last pulled.
       const EpochRecord rec =
-          epoch_record(epoch, loss_sum, steps, train_seconds, config, source, params);
+          epoch_record(epoch, loss_sum, steps, train_seconds, config, source,
+                       whole_vector_pass(params));
       if (on_epoch) on_epoch(rec);
       out.epochs.push_back(rec);
     }
@@ -232,7 +233,7 @@ PsTrainResult ps_train_rank(Comm& comm, const PsTrainConfig& ps, const TrainConf
     result.staleness += s;
     train.optimizer_state_bytes += std::bit_cast<double>(f[StalenessStats::kBins + 3]);
   }
-  if (source.evaluate) result.final_test_accuracy = source.evaluate(params).accuracy;
+  if (source.evaluate) result.final_test_accuracy = source.evaluate(whole_vector_pass(params)).accuracy;
   train.param_count = count;
   train.epochs = std::move(own.epochs);
   train.replicas_agree = true;  // one copy: the servers'
@@ -263,14 +264,9 @@ PsTrainResult train_parameter_server(const PsTrainConfig& ps, const TrainConfig&
                                      int workers, const Dataset& train, const Dataset& test,
                                      const TransportOptions& transport,
                                      const EpochCallback& on_epoch) {
-  ModelSource source;
-  source.make_model = [&] { return std::make_unique<Mlp>(config.layers, train); };
-  source.samples = train.size();
-  if (config.evaluate && test.size() > 0) {
-    auto scorer = std::make_shared<Mlp>(config.layers, train);
-    source.evaluate = [scorer, &test](std::span<const float> p) { return scorer->evaluate(p, test); };
-  }
-  return train_parameter_server(ps, config, workers, source, "inproc", transport, on_epoch);
+  return train_parameter_server(ps, config, workers,
+                                mlp_source(config, borrowed(train), borrowed(test)), "inproc",
+                                transport, on_epoch);
 }
 
 }  // namespace gradex

@@ -219,16 +219,7 @@ ModelSource TrainJob::source(int workers) const {
                 static_cast<std::size_t>(config_.batch * config_.accumulate);
     return s;
   }
-  const auto train = train_;
-  const auto test = test_;
-  const std::vector<int> layers = config_.layers;
-  s.make_model = [train, layers] { return std::make_unique<Mlp>(layers, *train); };
-  s.samples = train->size();
-  if (config_.evaluate && test->size() > 0) {
-    auto scorer = std::make_shared<Mlp>(layers, *train);
-    s.evaluate = [scorer, test](std::span<const float> p) { return scorer->evaluate(p, *test); };
-  }
-  return s;
+  return mlp_source(config_, train_, test_);
 }
 
 nlohmann::json TrainJob::config_json() const {

@@ -255,17 +255,27 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
       }
       train_seconds += t_end - t_start;
     }
-    // Worker 0 scores the model; under ZeRO-3 every worker helps gather it.
-    const bool scoring = config.evaluate && (store || rank == 0);
-    std::vector<float> scored;
-    if (scoring && store && !phantom) whole_params(scored, rank == 0);
+    // Worker 0 scores the model. Under ZeRO-3 it reads the values a group
+    // at a time as every worker gathers them, once per pass of the
+    // evaluation, so that no worker holds the whole model: the others take
+    // part in as many passes.
+    const std::size_t gathered_passes = store && !phantom ? scoring_passes(config, source) : 0;
+    std::size_t passes = 0;
+    const ParamPass pass =
+        gathered_passes > 0 ? ParamPass([&](const ParamRangeVisitor& visit) {
+          ++passes;
+          store->for_each_gathered(visit);
+        })
+                            : whole_vector_pass(params);
     if (rank == 0) {
-      const std::span<const float> now = store ? std::span<const float>(scored) : params;
       const EpochRecord rec = epoch_record(epoch, loss_sum, steps * config.accumulate,
-                                           train_seconds, config, source, now);
+                                           train_seconds, config, source, pass);
       if (on_epoch) on_epoch(rec);
       out.epochs.push_back(rec);
+    } else {
+      for (std::size_t i = 0; i < gathered_passes; ++i) pass([](std::size_t, std::span<const float>) {});
     }
+    GRADEX_ENFORCE_EQ(passes, gathered_passes, "ZeRO-3 passes the evaluation took");
   }
   out.traffic = steps_traffic;
   whole_params(out.params, config.keep_params);
@@ -282,17 +292,31 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
 
 EpochRecord epoch_record(int epoch, double loss_sum, long batches, double train_seconds,
                          const TrainConfig& config, const ModelSource& source,
-                         std::span<const float> params) {
+                         const ParamPass& pass) {
   EpochRecord rec;
   rec.epoch = epoch + 1;
   rec.train_loss = loss_sum / static_cast<double>(batches);
   rec.train_seconds = train_seconds;
   if (config.evaluate && source.evaluate) {
-    const Evaluation e = source.evaluate(params);
+    const Evaluation e = source.evaluate(pass);
     rec.test_loss = e.loss;
     rec.test_accuracy = e.accuracy;
   }
   return rec;
+}
+
+ModelSource mlp_source(const TrainConfig& config, std::shared_ptr<const Dataset> train,
+                       std::shared_ptr<const Dataset> test) {
+  ModelSource s;
+  const std::vector<int> layers = config.layers;
+  s.make_model = [train, layers] { return std::make_unique<Mlp>(layers, *train); };
+  s.samples = train->size();
+  if (config.evaluate && test && test->size() > 0) {
+    auto scorer = std::make_shared<Mlp>(layers, *train);
+    s.evaluate = [scorer, test](const ParamPass& pass) { return scorer->evaluate(pass, *test); };
+    s.evaluation_passes = Mlp::evaluation_passes(test->size());
+  }
+  return s;
 }
 
 TrainConfig no_sync_baseline(TrainConfig config) {
@@ -327,8 +351,12 @@ void check_zero(int zero, const Scheme& scheme, const std::string& name,
                                name + "' provides no " + missing);
 }
 
+std::size_t scoring_passes(const TrainConfig& config, const ModelSource& source) {
+  return config.evaluate && source.evaluate ? source.evaluation_passes : 0;
+}
+
 ServedRun served_exchanges(const TrainConfig& config, const Model& probe, long steps_per_epoch,
-                           bool phantom) {
+                           bool phantom, std::size_t scoring_passes) {
   ServedRun run;
   if (!config.synchronise) return run;
   const std::vector<Bucket> buckets = step_buckets(probe, config);
@@ -342,7 +370,7 @@ ServedRun served_exchanges(const TrainConfig& config, const Model& probe, long s
   }
   run.epochs = config.epochs;
   run.steps_per_epoch = steps_per_epoch;
-  run.scored = config.evaluate;
+  run.scoring_passes = scoring_passes;
   return run;
 }
 
@@ -351,7 +379,7 @@ void ServedRun::for_each(const std::function<void(const ExchangeCall&)>& visit) 
     for (long s = 0; s < steps_per_epoch; ++s) {
       for (const ExchangeCall& c : step) visit(c);
     }
-    if (scored) {
+    for (std::size_t p = 0; p < scoring_passes; ++p) {
       for (const ExchangeCall& c : whole) visit(c);
     }
   }
@@ -393,7 +421,8 @@ TrainResult train_rank(Comm& comm, GradientExchange& exchange, const TrainConfig
     const auto probe = source.make_model();
     result.param_count = probe->param_count();
     buckets = step_buckets(*probe, config);
-    if (rank >= workers) served = served_exchanges(config, *probe, steps, comm.phantom_payloads());
+    if (rank >= workers) served = served_exchanges(config, *probe, steps, comm.phantom_payloads(),
+                                                  scoring_passes(config, source));
   }
   result.buckets = buckets.size();
   if (rank >= workers) {
@@ -455,15 +484,9 @@ TrainResult train_data_parallel(const std::string& scheme_name, const SchemeOpti
                                 const TrainConfig& config, const Dataset& train,
                                 const Dataset& test, const TransportOptions& transport,
                                 Trace* trace, const EpochCallback& on_epoch) {
-  ModelSource source;
-  source.make_model = [&] { return std::make_unique<Mlp>(config.layers, train); };
-  source.samples = train.size();
-  if (config.evaluate && test.size() > 0) {
-    auto shared = std::make_shared<Mlp>(config.layers, train);
-    source.evaluate = [shared, &test](std::span<const float> p) { return shared->evaluate(p, test); };
-  }
-  return train_data_parallel(scheme_name, options, config, source, "inproc", transport, trace,
-                             on_epoch);
+  return train_data_parallel(scheme_name, options, config,
+                             mlp_source(config, borrowed(train), borrowed(test)), "inproc",
+                             transport, trace, on_epoch);
 }
 
 TrainResult train_data_parallel(const std::string& scheme_name, const SchemeOptions& options,

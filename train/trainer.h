@@ -144,20 +144,28 @@ using EpochCallback = std::function<void(const EpochRecord&)>;
 
 // The model-independent loop. Every worker builds its own model with
 // `make_model`; samples indexes a data set of `samples` items; `evaluate`
-// (optional) scores worker 0's parameters after each epoch. Models whose
-// compute is emulated (Model::emulated) skip the optimizer step.
+// (optional) scores worker 0's parameters after each epoch, reading them
+// through exactly `evaluation_passes` passes (under ZeRO-3 every worker
+// gathers the model for each, a group at a time). Models whose compute is
+// emulated (Model::emulated) skip the optimizer step.
 struct ModelSource {
   std::function<std::unique_ptr<Model>()> make_model;
   std::size_t samples = 0;
-  std::function<Evaluation(std::span<const float>)> evaluate;
+  std::function<Evaluation(const ParamPass&)> evaluate;
+  std::size_t evaluation_passes = 0;
 };
 
+// The MLP of `config.layers` on `train`, scored on `test` when the
+// configuration evaluates and `test` has samples.
+ModelSource mlp_source(const TrainConfig& config, std::shared_ptr<const Dataset> train,
+                       std::shared_ptr<const Dataset> test);
+
 // Worker 0's record of an epoch of `batches` micro-batches whose losses
-// summed to `loss_sum`, with the test set scored on `params` when the
-// configuration and the source allow it.
+// summed to `loss_sum`, with the test set scored on the values `pass`
+// reads when the configuration and the source allow it.
 EpochRecord epoch_record(int epoch, double loss_sum, long batches, double train_seconds,
                          const TrainConfig& config, const ModelSource& source,
-                         std::span<const float> params);
+                         const ParamPass& pass);
 
 // The no-sync baseline of `config`: the same steps with the exchange
 // skipped. Nothing is evaluated or traced: its replicas diverge, and only
@@ -191,13 +199,18 @@ struct ServedRun {
   std::vector<ExchangeCall> whole;  // ZeRO-3 with values: the model gathered
   int epochs = 0;
   long steps_per_epoch = 0;
-  bool scored = false;  // the whole model gathered after each epoch too
+  // How many times the whole model is gathered to score it after each
+  // epoch (scoring_passes).
+  std::size_t scoring_passes = 0;
   // Every call of the run, in order.
   void for_each(const std::function<void(const ExchangeCall&)>& visit) const;
 };
+// The passes over the values that scoring the model after each epoch
+// takes (ModelSource::evaluation_passes), 0 when nothing is scored.
+std::size_t scoring_passes(const TrainConfig& config, const ModelSource& source);
 // `probe` is a model of the run's.
 ServedRun served_exchanges(const TrainConfig& config, const Model& probe, long steps_per_epoch,
-                           bool phantom);
+                           bool phantom, std::size_t scoring_passes);
 // A run's name in reports: the scheme's, marked when sharded.
 std::string run_label(const std::string& scheme, const TrainConfig& config);
 
