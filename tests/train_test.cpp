@@ -24,6 +24,7 @@
 #include "train/ps_training.h"
 #include "train/profiled_model.h"
 #include "train/reducer.h"
+#include "train/sample_file.h"
 #include "train/trainer.h"
 #include "transport/options.h"
 
@@ -142,6 +143,61 @@ TEST(FashionMnist, MismatchedLabelsAreRejected) {
   EXPECT_EQ(d.size(), 5u);
   EXPECT_EQ(d.features(), 784);
   EXPECT_THROW(load_fashion_mnist(dir / "nowhere", "t10k"), DataError);
+}
+
+// Records written in pieces that split them read back whole, from several
+// threads at once; reads past the end are refused.
+TEST(SampleFiles, ReadBackWhatWasWrittenFromAnyThread) {
+  SampleFile f(7, "test samples");
+  std::vector<std::uint8_t> all(7 * 500);
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint8_t>(i * 31 % 251);
+  for (std::size_t at = 0; at < all.size();) {
+    const std::size_t piece = std::min<std::size_t>(all.size() - at, 3 + at % 11);
+    f.append(std::span<const std::uint8_t>(all).subspan(at, piece));
+    at += piece;
+  }
+  ASSERT_EQ(f.records(), 500u);
+  std::vector<std::future<bool>> readers;
+  for (std::size_t t = 0; t < 4; ++t) {
+    readers.push_back(std::async(std::launch::async, [&, t] {
+      std::vector<std::uint8_t> got(7 * 3);
+      for (std::size_t r = t; r + 3 <= 500; r += 4) {
+        f.read(r, 3, got);
+        if (!std::equal(got.begin(), got.end(), all.begin() + static_cast<std::ptrdiff_t>(7 * r))) return false;
+      }
+      return true;
+    }));
+  }
+  for (auto& r : readers) EXPECT_TRUE(r.get());
+  std::vector<std::uint8_t> one(7);
+  EXPECT_THROW(f.read(500, 1, one), InvariantError);
+}
+
+// Fashion-MNIST's images are read back from disk as the file has them,
+// scaled to [0, 1], whole or a sample at a time, and a head shares them.
+TEST(FashionMnist, ImagesAreReadFromDiskAsTheFileHasThem) {
+  const fs::path dir = temp_dir();
+  const auto images = idx_bytes({3, 28, 28});
+  write_gz(dir / "t10k-images-idx3-ubyte.gz", images);
+  write_file(dir / "t10k-labels-idx1-ubyte", idx_bytes({3}));
+  const Dataset d = load_fashion_mnist(dir, "t10k");
+  ASSERT_TRUE(d.images);
+  EXPECT_EQ(d.y, (std::vector<int>{0, 1, 2}));
+  const Eigen::MatrixXf x = d.samples(0, 3);
+  ASSERT_EQ(x.rows(), 784);
+  ASSERT_EQ(x.cols(), 3);
+  for (Eigen::Index s = 0; s < 3; ++s) {
+    for (Eigen::Index f = 0; f < 784; ++f) {
+      EXPECT_EQ(x(f, s), static_cast<float>(images[16 + static_cast<std::size_t>(s * 784 + f)]) / 255.0f);
+    }
+  }
+  Eigen::VectorXf one(784);
+  d.sample(2, one);
+  EXPECT_EQ(one, x.col(2));
+  const Dataset two = d.head(2);
+  EXPECT_EQ(two.size(), 2u);
+  EXPECT_EQ(two.samples(0, 2), x.leftCols(2));
+  EXPECT_THROW(two.sample(2, one), InvariantError);
 }
 
 TEST(FashionMnist, InstalledTestSplitLoads) {

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <random>
 
+#include "common/errors.h"
 #include "train/idx.h"
 
 namespace gradex {
@@ -12,8 +13,8 @@ namespace gradex {
 Dataset Dataset::head(std::size_t n) const {
   n = std::min(n, size());
   Dataset d;
-  if (pixels.size() > 0) {
-    d.pixels = pixels.leftCols(static_cast<Eigen::Index>(n));
+  if (images) {
+    d.images = images;  // the records past n are never read
   } else {
     d.x = x.leftCols(static_cast<Eigen::Index>(n));
   }
@@ -35,52 +36,69 @@ std::filesystem::path find_file(const std::filesystem::path& dir, const std::str
 
 }  // namespace
 
+namespace {
+
+using Bytes = Eigen::Matrix<std::uint8_t, Eigen::Dynamic, Eigen::Dynamic>;
+
+// Records [first, first + count) of `file` as a features x count matrix of
+// bytes, into a buffer kept per thread (a step reads a sample at a time and
+// allocates nothing once its size is steady).
+const Bytes& read_records(const SampleFile& file, std::size_t first, std::size_t count) {
+  thread_local Bytes buffer;
+  buffer.resize(static_cast<Eigen::Index>(file.record_bytes()), static_cast<Eigen::Index>(count));
+  file.read(first, count, {buffer.data(), static_cast<std::size_t>(buffer.size())});
+  return buffer;
+}
+
+}  // namespace
+
 void Dataset::sample(std::size_t s, Eigen::Ref<Eigen::VectorXf> out) const {
-  const auto col = static_cast<Eigen::Index>(s);
-  if (pixels.size() > 0) {
-    out = pixels.col(col).cast<float>() / 255.0f;
+  GRADEX_ENFORCE(s < size(), "sample ", s, " of ", size());
+  if (images) {
+    out = read_records(*images, s, 1).col(0).cast<float>() / 255.0f;
   } else {
-    out = x.col(col);
+    out = x.col(static_cast<Eigen::Index>(s));
   }
 }
 
 Eigen::MatrixXf Dataset::samples(std::size_t first, std::size_t count) const {
-  const auto start = static_cast<Eigen::Index>(first);
-  const auto len = static_cast<Eigen::Index>(count);
-  if (pixels.size() > 0) return pixels.middleCols(start, len).cast<float>() / 255.0f;
-  return x.middleCols(start, len);
+  GRADEX_ENFORCE(first + count <= size(), "samples ", first, "+", count, " of ", size());
+  if (images) return read_records(*images, first, count).cast<float>() / 255.0f;
+  return x.middleCols(static_cast<Eigen::Index>(first), static_cast<Eigen::Index>(count));
 }
 
 Dataset load_fashion_mnist(const std::filesystem::path& dir, const std::string& split) {
   const auto images_path = find_file(dir, split + "-images-idx3-ubyte");
   const auto labels_path = find_file(dir, split + "-labels-idx1-ubyte");
-  const IdxArray images = read_idx_u8(images_path, 3);
   const IdxArray labels = read_idx_u8(labels_path, 1);
-  if (images.dims[0] != labels.dims[0]) {
-    throw DataError(images_path.string() + " has " + std::to_string(images.dims[0]) +
+  Dataset d;
+  d.classes = 10;
+  // The IDX payload is sample-major: a record of 28 x 28 bytes per image,
+  // streamed to disk as it is decompressed.
+  constexpr std::size_t kFeatures = 28 * 28;
+  auto images = std::make_shared<SampleFile>(kFeatures, images_path.string());
+  const IdxHeader header = stream_idx_u8(images_path, 3, [&](std::span<const std::uint8_t> piece) {
+    images->append(piece);
+  });
+  if (header.dims[0] != labels.dims[0]) {
+    throw DataError(images_path.string() + " has " + std::to_string(header.dims[0]) +
                     " images but " + labels_path.string() + " has " +
                     std::to_string(labels.dims[0]) + " labels");
   }
-  if (images.dims[1] != 28 || images.dims[2] != 28) {
-    throw DataError(images_path.string() + ": images are " + std::to_string(images.dims[1]) +
-                    "x" + std::to_string(images.dims[2]) + ", expected 28x28");
+  if (header.dims[1] != 28 || header.dims[2] != 28) {
+    throw DataError(images_path.string() + ": images are " + std::to_string(header.dims[1]) +
+                    "x" + std::to_string(header.dims[2]) + ", expected 28x28");
   }
-  Dataset d;
-  d.classes = 10;
-  const Eigen::Index n = images.dims[0];
-  const Eigen::Index f = 28 * 28;
-  // The IDX payload is sample-major, which is exactly column-major with one
-  // column per sample.
-  d.pixels = Eigen::Map<const Eigen::Matrix<std::uint8_t, Eigen::Dynamic, Eigen::Dynamic>>(
-      images.data.data(), f, n);
-  d.y.resize(static_cast<std::size_t>(n));
-  for (Eigen::Index i = 0; i < n; ++i) {
-    const int label = labels.data[static_cast<std::size_t>(i)];
+  d.images = std::move(images);
+  const std::size_t n = header.dims[0];
+  d.y.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const int label = labels.data[i];
     if (label >= d.classes) {
       throw DataError(labels_path.string() + ": label " + std::to_string(label) +
                       " of sample " + std::to_string(i) + " is not in [0, 10)");
     }
-    d.y[static_cast<std::size_t>(i)] = label;
+    d.y[i] = label;
   }
   return d;
 }

@@ -1,4 +1,4 @@
-// A labelled image-classification data set in memory, Fashion-MNIST loading,
+// A labelled image-classification data set, Fashion-MNIST loading,
 // and the data-parallel sampler (DistributedSampler's rule: one seeded
 // shuffle shared by every rank, rank r takes positions r, r+N, r+2N, ...,
 // reshuffled each epoch).
@@ -14,24 +14,26 @@
 #include <vector>
 
 #include "train/fashion_mnist.h"
+#include "train/sample_file.h"
 
 namespace gradex {
 
 struct Dataset {
-  // The features, one column per sample (features x samples): the column
-  // layout makes a batch a block of columns for Eigen's GEMM. Either floats
-  // (`x`), or an image's bytes (`pixels`, 0-255), which stand for the
-  // floats pixel / 255.0f in [0, 1] and take a quarter of the memory
-  // (Fashion-MNIST's training set: 45 MiB instead of 179). Read them
+  // The features. Either floats in memory, one column per sample
+  // (features x samples: a batch is a block of columns for Eigen's GEMM),
+  // or images on disk (train/sample_file.h), a record of bytes (0-255) per
+  // sample that stand for the floats pixel / 255.0f in [0, 1], so that a
+  // process holds only the batch it reads (Fashion-MNIST's training set
+  // took 45 MiB of each process as bytes, 179 as floats). Read them
   // through sample() and samples(), which convert.
   Eigen::MatrixXf x;
-  Eigen::Matrix<std::uint8_t, Eigen::Dynamic, Eigen::Dynamic> pixels;
+  std::shared_ptr<const SampleFile> images;
   std::vector<int> y;  // class of each sample, in [0, classes)
   int classes = 0;
 
   std::size_t size() const { return y.size(); }
   int features() const {
-    return static_cast<int>(pixels.size() > 0 ? pixels.rows() : x.rows());
+    return static_cast<int>(images ? images->record_bytes() : static_cast<std::size_t>(x.rows()));
   }
   // Sample s's features, as floats, into `out` (features() long).
   void sample(std::size_t s, Eigen::Ref<Eigen::VectorXf> out) const;
