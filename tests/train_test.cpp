@@ -18,6 +18,7 @@
 #include "schemes/registry.h"
 #include "train/dataset.h"
 #include "train/idx.h"
+#include "train/buffer_pool.h"
 #include "train/mlp.h"
 #include "train/optimizer.h"
 #include "train/param_buffer.h"
@@ -307,6 +308,45 @@ TEST(ParamBuffers, ALargeBufferFreedLeavesTheProcess) {
   const std::size_t holding = peak_resident_bytes();
   // The freed buffers are not resident: holding one more adds its size.
   EXPECT_GT(holding, after + kFloats * sizeof(float) * 3 / 4);
+}
+
+// Storage given back is handed out again (the smallest that fits), zeroed;
+// the pool never keeps more than was live at its most, and releases what
+// it keeps on request.
+TEST(BufferPools, ReuseWhatWasGivenBackWithinThePeak) {
+  BufferPool pool;
+  ParamBuffer big = pool.take(1000), small = pool.take(100);
+  const float* big_at = big.data();
+  const float* small_at = small.data();
+  big[3] = 7.0f;
+  EXPECT_EQ(pool.peak_live(), 1100u);
+  pool.give_back(std::move(big));
+  pool.give_back(std::move(small));
+  EXPECT_EQ(pool.live(), 0u);
+  EXPECT_EQ(pool.kept(), 1100u);
+  const ParamBuffer fits_small = pool.take(90);  // the smallest that holds it
+  EXPECT_EQ(fits_small.data(), small_at);
+  ParamBuffer again = pool.take(1000);
+  EXPECT_EQ(again.data(), big_at);
+  EXPECT_EQ(again.size(), 1000u);
+  EXPECT_EQ(again[3], 0.0f);
+  EXPECT_EQ(pool.kept(), 0u);
+  // More live than ever: new storage, and the peak rises with it.
+  ParamBuffer extra = pool.take(500);
+  EXPECT_EQ(pool.peak_live(), 1600u);
+  pool.give_back(std::move(again));
+  pool.give_back(std::move(extra));
+  EXPECT_EQ(pool.kept(), 1500u);
+  // Two of 1000 live besides the 100 (one new: the 500 kept is too
+  // small), peak 2100: of the two given back, one is released, or the pool
+  // would hold 2600.
+  ParamBuffer a = pool.take(1000), b = pool.take(1000);
+  EXPECT_EQ(pool.peak_live(), 2100u);
+  pool.give_back(std::move(a));
+  pool.give_back(std::move(b));
+  EXPECT_EQ(pool.kept(), 1500u);
+  pool.release_kept();
+  EXPECT_EQ(pool.kept(), 0u);
 }
 
 TEST(Optimizer, AdamAndSgdMinimiseAQuadratic) {

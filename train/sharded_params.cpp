@@ -137,7 +137,7 @@ ShardedParams::UnitBuffer ShardedParams::allocate(std::size_t g, std::atomic<std
   UnitBuffer b;
   b.held = true;
   if (!sizes_only_) {
-    b.storage.assign(group.count + kFloatsPerLine, 0.0f);
+    b.storage = pool_.take(group.count + kFloatsPerLine);
     b.data = b.storage.data() + group.offset % kFloatsPerLine;
   }
   raise_peak(peak, live += group.count * sizeof(float));
@@ -147,7 +147,8 @@ ShardedParams::UnitBuffer ShardedParams::allocate(std::size_t g, std::atomic<std
 void ShardedParams::free(UnitBuffer& buffer, std::size_t g, std::atomic<std::size_t>& live) {
   if (!buffer.held) return;
   live -= groups_[g].count * sizeof(float);
-  buffer = UnitBuffer{};  // gives the memory back, not just the size
+  pool_.give_back(std::move(buffer.storage));
+  buffer = UnitBuffer{};
 }
 
 Tensor ShardedParams::tensor(const UnitBuffer& buffer, std::size_t g) const {
@@ -191,6 +192,9 @@ void ShardedParams::for_each_gathered(
     const std::function<void(std::size_t, std::span<const float>)>& visit) {
   GRADEX_ENFORCE(reducer_ != nullptr, "ZeRO-3 parameters gathered before attach()");
   GRADEX_ENFORCE(!sizes_only_, "a ZeRO-3 store of sizes only has no values to visit");
+  // Between steps (scoring, the final hash): the storage kept for the
+  // steps' buffers would add to the evaluation's activations.
+  pool_.release_kept();
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     UnitBuffer b = with_own_block(g);
     reducer_->wait(reducer_->post_all_gather(tensor(b, g), g));

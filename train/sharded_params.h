@@ -30,6 +30,7 @@
 #include <span>
 #include <vector>
 
+#include "train/buffer_pool.h"
 #include "train/model.h"
 #include "train/param_buffer.h"
 #include "train/rank_time.h"
@@ -163,6 +164,7 @@ class ShardedParams final : public LayerAccess {
   std::size_t next_post_ = 0, next_acquire_ = 0;
   double waited_ = 0;
   std::vector<UnitBuffer> grad_buffers_;  // per group, during backward
+  BufferPool pool_;  // every unit buffer's storage
   std::atomic<std::size_t> live_params_{0}, peak_params_{0}, live_grads_{0}, peak_grads_{0};
 };
 
