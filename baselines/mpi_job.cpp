@@ -1,77 +1,21 @@
 #include "baselines/mpi_job.h"
 
 #include <algorithm>
-#include <condition_variable>
-#include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <optional>
-#include <thread>
-#include <vector>
 
 #include "baselines/mpi_runtime.h"
 #include "common/errors.h"
+#include "common/watchdog.h"
 
 namespace gradex {
 
 namespace {
 
-// One thread for all deadlines: a guard arms it, and only a call that
-// overruns costs anything beyond a lock and a notify.
-class Watchdog {
- public:
-  explicit Watchdog(int rank) : rank_(rank), thread_([this] { watch(); }) {}
-  ~Watchdog() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-  void arm(std::chrono::steady_clock::time_point deadline, std::string what) {
-    std::lock_guard lock(mutex_);
-    deadline_ = deadline;
-    what_ = std::move(what);
-    cv_.notify_all();
-  }
-  void disarm() {
-    std::lock_guard lock(mutex_);
-    deadline_.reset();
-  }
-
- private:
-  void watch() {
-    std::unique_lock lock(mutex_);
-    while (!stopping_) {
-      if (!deadline_) {
-        cv_.wait(lock);
-        continue;
-      }
-      const auto deadline = *deadline_;
-      if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && deadline_ == deadline) {
-        std::fprintf(stderr,
-                     "gradex: rank %d: %s did not return within its timeout; a peer is lost or "
-                     "stuck. Ending this process so that mpirun ends the job.\n",
-                     rank_, what_.c_str());
-        std::fflush(stderr);
-        std::_Exit(1);
-      }
-    }
-  }
-
-  const int rank_;  // read at MPI_Init: this thread may not call MPI
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::optional<std::chrono::steady_clock::time_point> deadline_;
-  std::string what_;
-  bool stopping_ = false;
-  std::thread thread_;
-};
-
 struct Job {
   std::map<int, MPI_Comm> prefixes;
+  int rank = 0;  // read at MPI_Init: the watchdog's thread may not call MPI
   std::optional<Watchdog> watchdog;
 };
 
@@ -119,7 +63,8 @@ MpiJob::MpiJob() {
   int rank = 0;
   mpi_check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
   job = new Job;
-  job->watchdog.emplace(rank);
+  job->rank = rank;
+  job->watchdog.emplace();
 }
 
 MpiJob::~MpiJob() {
@@ -180,14 +125,18 @@ std::string mpi_broadcast_from_rank0(const std::string& text, std::chrono::milli
   return out;
 }
 
-MpiDeadline::MpiDeadline(std::chrono::milliseconds timeout, std::string what) {
+MpiDeadline::MpiDeadline(std::chrono::milliseconds timeout, const std::string& what) {
   std::lock_guard lock(job_mutex);
-  active_job().watchdog->arm(std::chrono::steady_clock::now() + timeout, std::move(what));
+  Job& j = active_job();
+  ticket_ = j.watchdog->arm(Watchdog::Clock::now() + timeout,
+                            "rank " + std::to_string(j.rank) + ": " + what +
+                                " did not return within its timeout; a peer is lost or stuck. "
+                                "Ending this process so that mpirun ends the job.");
 }
 
 MpiDeadline::~MpiDeadline() {
   std::lock_guard lock(job_mutex);
-  if (job && job->watchdog) job->watchdog->disarm();
+  if (job && job->watchdog) job->watchdog->disarm(ticket_);
 }
 
 void mpi_check(int code, const char* what) {

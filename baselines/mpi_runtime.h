@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 namespace gradex {
@@ -19,10 +20,13 @@ MPI_Comm mpi_prefix_comm(int n);
 // call has not returned after `timeout`; mpirun then ends the other ranks.
 class MpiDeadline {
  public:
-  MpiDeadline(std::chrono::milliseconds timeout, std::string what);
+  MpiDeadline(std::chrono::milliseconds timeout, const std::string& what);
   ~MpiDeadline();
   MpiDeadline(const MpiDeadline&) = delete;
   MpiDeadline& operator=(const MpiDeadline&) = delete;
+
+ private:
+  std::uint64_t ticket_ = 0;  // the job's watchdog's (common/watchdog.h)
 };
 
 // Fails with an InvariantError naming `what` on a non-success MPI return code.

@@ -2,8 +2,11 @@
 // closed-form inputs and the link model's arithmetic.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <future>
+#include <thread>
 #include <vector>
 
 #include "common/cost_model.h"
@@ -15,9 +18,41 @@
 #include "common/tuned_table.h"
 #include "common/units.h"
 #include "common/verify.h"
+#include "common/watchdog.h"
 
 namespace gradex {
 namespace {
+
+// A guarded call that returns in time costs nothing; one that overruns is
+// reported with its own text, whichever was armed first, and only once.
+TEST(Watchdogs, ReportOnlyTheDeadlinesThatPass) {
+  using namespace std::chrono_literals;
+  std::promise<std::string> fired;
+  Watchdog dog([&](const std::string& what) { fired.set_value(what); });
+  {
+    const WatchdogGuard in_time(dog, 10s, "returns in time");
+  }
+  const auto late = dog.arm(Watchdog::Clock::now() + 60s, "disarmed before its deadline");
+  const auto soon = dog.arm(Watchdog::Clock::now() + 50ms, "overran");  // armed after, due first
+  std::future<std::string> report = fired.get_future();
+  ASSERT_EQ(report.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(report.get(), "overran");
+  dog.disarm(late);
+  dog.disarm(soon);  // already reported: nothing to do
+}
+
+// By default a deadline that passes ends the process with status 1 and says
+// what overran, however the call is stuck.
+TEST(WatchdogsDeathTest, EndTheProcessWithTheirText) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        Watchdog dog;
+        const WatchdogGuard guard(dog, std::chrono::milliseconds(20), "rank 3: a call never returned");
+        std::this_thread::sleep_for(std::chrono::seconds(30));  // a call that never returns
+      },
+      ::testing::ExitedWithCode(1), "gradex: rank 3: a call never returned");
+}
 
 TEST(DType, HalfRoundTripsEveryFiniteValue) {
   for (std::uint32_t h = 0; h < 0x10000; ++h) {

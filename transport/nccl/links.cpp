@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "common/watchdog.h"
 #include "gpu/check.h"
 
 namespace gradex::nccl {
@@ -26,7 +27,8 @@ cudaStream_t new_stream() {
 
 }  // namespace
 
-Links connect_links(int rank, int size, int device, const ncclUniqueId& id) {
+Links connect_links(int rank, int size, int device, const ncclUniqueId& id,
+                    std::chrono::milliseconds timeout) {
   Links l;
   l.rank = rank;
   l.size = size;
@@ -38,7 +40,16 @@ Links connect_links(int rank, int size, int device, const ncclUniqueId& id) {
   l.from_stream.assign(n, nullptr);
   try {
     gpu::cuda_check(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
-    gpu::nccl_check(ncclCommInitRank(&l.group, size, id, rank), "ncclCommInitRank");
+    // Each a blocking call of every rank together, each within `timeout`.
+    const auto guarded = [&](const char* what, auto call) {
+      const WatchdogGuard deadline(
+          Watchdog::process(), timeout,
+          "rank " + std::to_string(rank) + ": " + what + " over " + std::to_string(size) +
+              " ranks did not return within " + std::to_string(timeout.count()) +
+              " ms: a rank never joined, or was lost. Ending this process.");
+      gpu::nccl_check(call(), what);
+    };
+    guarded("ncclCommInitRank", [&] { return ncclCommInitRank(&l.group, size, id, rank); });
     l.collective_stream = new_stream();
     const int slots = size + size % 2;
     for (int round = 0; round + 1 < slots; ++round) {
@@ -48,8 +59,8 @@ Links connect_links(int rank, int size, int device, const ncclUniqueId& id) {
       // Split twice: the first carries the lower rank's messages to the
       // higher, the second the other way.
       ncclComm_t up = nullptr, down = nullptr;
-      gpu::nccl_check(ncclCommSplit(l.group, color, rank, &up, nullptr), "ncclCommSplit");
-      gpu::nccl_check(ncclCommSplit(l.group, color, rank, &down, nullptr), "ncclCommSplit");
+      guarded("ncclCommSplit", [&] { return ncclCommSplit(l.group, color, rank, &up, nullptr); });
+      guarded("ncclCommSplit", [&] { return ncclCommSplit(l.group, color, rank, &down, nullptr); });
       if (!paired) continue;
       const auto i = static_cast<std::size_t>(p);
       l.to[i] = rank < p ? up : down;

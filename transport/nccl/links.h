@@ -12,6 +12,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <chrono>
 #include <vector>
 
 namespace gradex::nccl {
@@ -39,7 +40,11 @@ struct Links {
 };
 
 // Collective over the `size` ranks (threads or processes) sharing `id`:
-// each calls it with its own rank, on its own device.
-Links connect_links(int rank, int size, int device, const ncclUniqueId& id);
+// each calls it with its own rank, on its own device. NCCL's communicator
+// creation waits for every rank and takes no deadline: one that takes
+// longer than `timeout` (a rank that never came, or died) ends the process
+// with a message naming the call and this rank (common/watchdog.h).
+Links connect_links(int rank, int size, int device, const ncclUniqueId& id,
+                    std::chrono::milliseconds timeout);
 
 }  // namespace gradex::nccl

@@ -54,7 +54,7 @@ class NcclWorld final : public World {
         try {
           gpu::cuda_check(cudaSetDevice(r), "cudaSetDevice(" + std::to_string(r) + ")");
           if (!comms_[i]) {
-            comms_[i] = std::make_unique<nccl::NcclComm>(nccl::connect_links(r, size_, r, id_),
+            comms_[i] = std::make_unique<nccl::NcclComm>(nccl::connect_links(r, size_, r, id_, options_.timeout),
                                                          options_, failure_, nullptr);
           }
           body(*comms_[i]);
@@ -120,7 +120,7 @@ std::unique_ptr<GroupEndpoint> make_nccl_group_endpoint(std::unique_ptr<GroupEnd
   } else {
     control->recv(0, &id, sizeof id, kNcclIdTag);
   }
-  nccl::Links links = nccl::connect_links(rank, size, device, id);
+  nccl::Links links = nccl::connect_links(rank, size, device, id, options.timeout);
   return std::make_unique<nccl::NcclComm>(std::move(links), options,
                                           std::make_shared<nccl::GroupFailure>(), std::move(control));
 }
