@@ -62,8 +62,10 @@ void Watchdog::watch() {
       continue;
     }
     const auto first = armed_.begin();
-    if (Clock::now() < first->first.first) {
-      cv_.wait_until(lock, first->first.first);
+    // A copy: the entry may be disarmed (erased) while this thread waits.
+    const Clock::time_point due = first->first.first;
+    if (Clock::now() < due) {
+      cv_.wait_until(lock, due);
       continue;  // woken early, or a sooner deadline was armed: look again
     }
     std::string what = std::move(first->second);
