@@ -13,12 +13,6 @@ namespace gradex {
 
 namespace {
 
-std::filesystem::path sample_dir() {
-  std::error_code ec;
-  if (std::filesystem::is_directory(kSampleFileDir, ec)) return kSampleFileDir;
-  return std::filesystem::temp_directory_path();
-}
-
 // An unlinked file in `dir`: O_TMPFILE where the file system has it, else
 // a named one removed at once.
 int unlinked_file(const std::filesystem::path& dir) {
@@ -35,12 +29,16 @@ int unlinked_file(const std::filesystem::path& dir) {
 SampleFile::SampleFile(std::size_t record_bytes, std::string what)
     : record_bytes_(record_bytes), what_(std::move(what)) {
   GRADEX_ENFORCE(record_bytes_ > 0, "records of no bytes");
-  const std::filesystem::path dir = sample_dir();
-  fd_ = unlinked_file(dir);
-  if (fd_ < 0) {
-    throw DataError(what_ + ": cannot make a temporary file in " + dir.string() + ": " +
-                    std::strerror(errno));
+  std::error_code ec;
+  const std::filesystem::path fallback = std::filesystem::temp_directory_path(ec);
+  std::string tried;
+  for (const std::filesystem::path& dir : {kSampleFileDir, fallback}) {
+    if (dir.empty()) continue;
+    fd_ = unlinked_file(dir);
+    if (fd_ >= 0) return;
+    tried += (tried.empty() ? "" : ", ") + dir.string() + " (" + std::strerror(errno) + ")";
   }
+  throw DataError(what_ + ": cannot make a temporary file for its samples in " + tried);
 }
 
 SampleFile::~SampleFile() {

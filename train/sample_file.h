@@ -20,8 +20,8 @@ namespace gradex {
 class SampleFile {
  public:
   // An empty file of records of `record_bytes` each, in kSampleFileDir
-  // (or, where that is missing, the system's temporary folder); `what`
-  // names it in errors. Throws DataError when it cannot be made.
+  // (or, where no file can be made there, the system's temporary folder);
+  // `what` names it in errors. Throws DataError when neither takes one.
   SampleFile(std::size_t record_bytes, std::string what);
   ~SampleFile();
   SampleFile(const SampleFile&) = delete;
