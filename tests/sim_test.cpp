@@ -182,6 +182,18 @@ using E = QueuedEvent;
 // What the queue must pop, in order: (time, seq).
 using Reference = std::set<std::pair<double, std::uint64_t>>;
 
+// Pops one event, which must be the reference's first (then dropped from
+// it); `now` becomes its time.
+::testing::AssertionResult pops_next(EventQueue<E>& queue, Reference& reference, double& now) {
+  const E e = queue.pop();
+  const auto expected = *reference.begin();
+  reference.erase(reference.begin());
+  now = e.time;
+  if (std::make_pair(e.time, e.seq) == expected) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "popped (" << e.time << ", " << e.seq << "), expected ("
+                                       << expected.first << ", " << expected.second << ")";
+}
+
 TEST(SimEventQueue, PopsInTimeThenPostingOrder) {
   EventQueue<E> queue;
   Reference reference;
@@ -198,17 +210,10 @@ TEST(SimEventQueue, PopsInTimeThenPostingOrder) {
       queue.push({t, seq});
       reference.insert({t, seq++});
     } else {
-      const E e = queue.pop();
-      ASSERT_EQ(std::make_pair(e.time, e.seq), *reference.begin()) << "step " << step;
-      reference.erase(reference.begin());
-      now = e.time;
+      ASSERT_TRUE(pops_next(queue, reference, now)) << "step " << step;
     }
   }
-  while (!reference.empty()) {
-    const E e = queue.pop();
-    ASSERT_EQ(std::make_pair(e.time, e.seq), *reference.begin());
-    reference.erase(reference.begin());
-  }
+  while (!reference.empty()) ASSERT_TRUE(pops_next(queue, reference, now));
   EXPECT_TRUE(queue.empty());
   queue.push({now + 1, seq++});
   queue.pop();
@@ -235,10 +240,7 @@ TEST(SimEventQueue, DroppedEventsLeaveTheRestInOrder) {
       queue.push({t, seq});
       reference.insert({t, seq++});
     } else {
-      const E e = queue.pop();
-      ASSERT_EQ(std::make_pair(e.time, e.seq), *reference.begin()) << "step " << step;
-      reference.erase(reference.begin());
-      now = e.time;
+      ASSERT_TRUE(pops_next(queue, reference, now)) << "step " << step;
     }
   }
   EXPECT_EQ(queue.remove_if([](const E&) { return true; }), reference.size());
