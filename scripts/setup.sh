@@ -11,7 +11,7 @@ packages=(
   python3 python3-matplotlib
   python3-torch python3-torchvision  # scripts/model_from_torch.py, DDP's buckets
   libboost-context-dev
-  libboost-dev libboost-system-dev libzmq3-dev cppzmq-dev libssl-dev
+  libboost-dev libboost-system-dev libzmq3-dev cppzmq-dev libsodium-dev
   libeigen3-dev libopenblas-dev zlib1g-dev dataset-fashion-mnist
   libopenmpi-dev openmpi-bin
   iproute2

@@ -21,6 +21,7 @@
 #include "lost_peer_check.h"
 #include "transport/port_shaper.h"
 #include "transport/tcp/endpoint.h"
+#include "transport/wire/auth.h"
 #include "transport/wire/frame.h"
 #include "transport/local_group.h"
 #include "runner/measure_group.h"
@@ -231,6 +232,34 @@ TEST(TcpAdmission, WrongTokenIsRefused) {
   EXPECT_THROW(a.connect(addresses), TimeoutError);
   tb.join();
   EXPECT_NE(b_error.find("token mismatch"), std::string::npos) << b_error;
+}
+
+std::string hex(const std::array<std::byte, 32>& bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (std::byte b : bytes) {
+    out += kDigits[std::to_integer<int>(b) >> 4];
+    out += kDigits[std::to_integer<int>(b) & 15];
+  }
+  return out;
+}
+
+// The admission's keyed hash is HMAC-SHA256 exactly: RFC 4231's test cases
+// 2 (a short key) and 6 (a key longer than SHA-256's block, hashed first).
+TEST(TcpAdmission, TheProofIsHmacSha256AsRfc4231Gives) {
+  EXPECT_EQ(hex(wire::derive_key("Jefe", "what do ya want for nothing?")),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  EXPECT_EQ(hex(wire::derive_key(std::string(131, '\xaa'),
+                                 "Test Using Larger Than Block-Size Key - Hash Key First")),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+  wire::Exchange x;
+  x.client_nonce = wire::random_nonce();
+  x.server_nonce = wire::random_nonce();
+  EXPECT_NE(x.client_nonce, x.server_nonce);
+  const auto proof = wire::prove("t", x, wire::Direction::client_to_server);
+  EXPECT_TRUE(wire::verify("t", x, wire::Direction::client_to_server, proof));
+  EXPECT_FALSE(wire::verify("t", x, wire::Direction::server_to_client, proof));
+  EXPECT_FALSE(wire::verify("u", x, wire::Direction::client_to_server, proof));
 }
 
 // Strangers that claim rank 1 with an empty or a wrong token are turned

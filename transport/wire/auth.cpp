@@ -1,9 +1,6 @@
 #include "transport/wire/auth.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/rand.h>
+#include <sodium.h>
 
 #include <algorithm>
 
@@ -23,10 +20,17 @@ void put32(unsigned char* at, std::int32_t v) {
   for (int i = 0; i < 4; ++i) at[i] = static_cast<unsigned char>((u >> (8 * i)) & 0xff);
 }
 
+// libsodium must be initialised once before use; sodium_init is thread-safe
+// and returns 1 when it already was. It fails only when the operating
+// system's random source cannot be opened, which leaves no safe fallback.
+void require_sodium() {
+  static const int state = sodium_init();
+  GRADEX_ENFORCE(state >= 0, "libsodium could not start: the system's random source is unavailable");
+}
+
 void random_bytes(void* out, std::size_t n) {
-  // RAND_bytes draws from the OS CSPRNG; failing it leaves no safe fallback.
-  GRADEX_ENFORCE(RAND_bytes(static_cast<unsigned char*>(out), static_cast<int>(n)) == 1,
-                 "the system's random number generator failed");
+  require_sodium();
+  randombytes_buf(out, n);
 }
 
 }  // namespace
@@ -86,19 +90,25 @@ Proof prove(const std::string& token, const Exchange& x, Direction direction) {
 }
 
 std::array<std::byte, 32> derive_key(const std::string& token, const std::string& label) {
+  static_assert(crypto_auth_hmacsha256_BYTES == 32);
+  require_sodium();
+  // The streaming form takes a key of any length (the one-shot form wants
+  // exactly 32 bytes); a token is whatever the user set.
+  crypto_auth_hmacsha256_state state;
+  crypto_auth_hmacsha256_init(&state, reinterpret_cast<const unsigned char*>(token.data()),
+                              token.size());
+  crypto_auth_hmacsha256_update(&state, reinterpret_cast<const unsigned char*>(label.data()),
+                                label.size());
   std::array<std::byte, 32> out{};
-  unsigned int len = 0;
-  const auto* ok = HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()),
-                        reinterpret_cast<const unsigned char*>(label.data()), label.size(),
-                        reinterpret_cast<unsigned char*>(out.data()), &len);
-  GRADEX_ENFORCE(ok != nullptr && len == out.size(), "HMAC-SHA256 failed");
+  crypto_auth_hmacsha256_final(&state, reinterpret_cast<unsigned char*>(out.data()));
+  sodium_memzero(&state, sizeof state);
   return out;
 }
 
 bool verify(const std::string& token, const Exchange& exchange, Direction direction,
             const Proof& proof) {
   const Proof expected = prove(token, exchange, direction);
-  return CRYPTO_memcmp(expected.data(), proof.data(), proof.size()) == 0;
+  return sodium_memcmp(expected.data(), proof.data(), proof.size()) == 0;
 }
 
 }  // namespace gradex::wire

@@ -56,7 +56,7 @@ bool is_loopback_host(const std::string& host);
 // reach the port: throws ConfigError naming GRADEX_TOKEN then.
 void require_token_beyond_loopback(const std::string& bind_host, const std::string& token);
 
-// A nonce from the operating system's CSPRNG (OpenSSL RAND_bytes).
+// A nonce from the operating system's CSPRNG (libsodium's randombytes_buf).
 Nonce random_nonce();
 // `bytes` random bytes from the CSPRNG, as lowercase hex (a launcher token).
 std::string random_hex(std::size_t bytes);
