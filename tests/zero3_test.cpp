@@ -119,6 +119,68 @@ TEST(Zero3, EachWorkerHoldsItsShardAndAFewLayers) {
   }
 }
 
+// The MLP asks for a layer's gradient only after releasing its values:
+// the input gradient, their only use in backward, comes first. Under
+// ZeRO-3 a worker never holds a layer whole twice over.
+TEST(Zero3, TheMlpReleasesALayerBeforeTakingItsGradient) {
+  class Recorder final : public LayerAccess {
+   public:
+    Recorder(const Model& model, std::vector<float>& params, std::vector<float>& grads)
+        : flat_(params, grads, model.units()), held_(model.units().size(), false) {}
+    const float* params(std::size_t unit) override {
+      held_.at(unit) = true;
+      most_ = std::max(most_, static_cast<std::size_t>(std::count(held_.begin(), held_.end(), true)));
+      return flat_.params(unit);
+    }
+    void release_params(std::size_t unit) override { held_.at(unit) = false; }
+    float* grads(std::size_t unit) override {
+      if (held_.at(unit)) held_with_gradient_.push_back(unit);
+      return flat_.grads(unit);
+    }
+    FlatAccess flat_;
+    std::vector<bool> held_;
+    std::size_t most_ = 0;
+    std::vector<std::size_t> held_with_gradient_;
+  };
+  const TrainConfig c = deep_config();
+  Mlp model(c.layers, tiny_data());
+  std::vector<float> params(model.param_count()), grads(model.param_count(), 0.0f);
+  model.init(params, 7);
+  Recorder access(model, params, grads);
+  const std::vector<std::size_t> samples = {0, 1, 2, 3};
+  model.train_step(access, samples, 1.0f, {}, {});
+  EXPECT_EQ(access.held_with_gradient_, std::vector<std::size_t>{});
+  EXPECT_EQ(access.most_, 1u);
+  // The same gradients as through whole vectors.
+  std::vector<float> whole(model.param_count(), 0.0f);
+  model.train_step(params, samples, whole, 1.0f, {});
+  EXPECT_EQ(grads, whole);
+}
+
+// With a link slow enough that every reduce-scatter is still in flight as
+// the next layer's backward begins, a worker holds at most two gathered
+// layers and one gradient beside its shards: the next gather is posted
+// (and its buffer taken) once the current one has ended, so after the
+// reduce-scatters queued before it, which freed their gradients.
+TEST(Zero3, HoldsTwoGatheredLayersAndOneGradientWhileTheLinkLags) {
+  TrainConfig c = zero3(deep_config("adam"));
+  c.max_steps = 2;
+  c.evaluate = false;
+  const Mlp probe(c.layers, tiny_data());
+  ModelSource source;
+  source.make_model = [&c] { return std::make_unique<Mlp>(c.layers, tiny_data()); };
+  source.samples = tiny_data().size();
+  std::size_t largest = 0;
+  for (const ParamUnit& u : probe.units()) largest = std::max(largest, u.count);
+  const int n = 2;
+  std::size_t shard = 0;
+  for (const ParamUnit& u : probe.units()) shard += (u.count + n - 1) / n;
+  const TransportOptions network = testing::shaped_links(n, {0.01e9, 10e-6});
+  const TrainResult z = train_data_parallel("ring", workers(n), c, source, "inproc", network);
+  EXPECT_LE(z.held_bytes, 4.0 * (2 * shard + 3 * largest));
+  EXPECT_GT(z.held_bytes, 4.0 * (2 * shard + largest));
+}
+
 // FSDP's size-based auto-wrap: consecutive layers merged into units of at
 // least unit_bytes, each a bucket, gathered and reduce-scattered whole.
 // The model trains to the same parameters whatever the wrapping, and a

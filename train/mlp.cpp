@@ -132,8 +132,19 @@ double Mlp::train_step(LayerAccess& access, std::span<const std::size_t> samples
     const std::size_t weights = params_[2 * u].count;
     const Eigen::MatrixXf& a = acts_[u];
     // Gathered before this layer's backward, as FSDP's pre-backward hook
-    // does, whether or not the layer below needs its input gradient.
+    // does, whether or not the layer below needs its input gradient. The
+    // input gradient, the only use of the values, comes first, so that the
+    // layer is released before its gradient buffer is taken: under ZeRO-3
+    // a worker never holds both whole (one layer less at backward's peak).
     const float* p = access.params(u);
+    if (l > 0) {
+      ConstMatMap W(p, sizes_[l + 1], sizes_[l]);
+      Eigen::MatrixXf& below = deltas_[u - 1];
+      below.noalias() = W.transpose() * delta;
+      // ReLU': the activation is positive exactly where its input was.
+      below.array() *= (a.array() > 0.0f).cast<float>();
+    }
+    access.release_params(u);
     float* g = access.grads(u);
     MatMap gW(g, sizes_[l + 1], sizes_[l]);
     Eigen::Map<Eigen::VectorXf> gb(g + weights, sizes_[l + 1]);
@@ -145,14 +156,6 @@ double Mlp::train_step(LayerAccess& access, std::span<const std::size_t> samples
       ready(2 * u);
       ready(2 * u + 1);
     }
-    if (l > 0) {
-      ConstMatMap W(p, sizes_[l + 1], sizes_[l]);
-      Eigen::MatrixXf& below = deltas_[u - 1];
-      below.noalias() = W.transpose() * delta;
-      // ReLU': the activation is positive exactly where its input was.
-      below.array() *= (a.array() > 0.0f).cast<float>();
-    }
-    access.release_params(u);
   }
   return loss / static_cast<double>(batch);
 }

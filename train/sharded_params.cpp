@@ -91,12 +91,11 @@ ShardedParams::ShardedParams(std::vector<ParamUnit> units, std::size_t wrap_byte
         static_cast<std::size_t>(rank_));
   }
   shard_elements_ = total;
-  if (!sizes_only_) {
-    shard_params_.assign(total, 0.0f);
-    shard_grads_.assign(total, 0.0f);
-  }
+  if (!sizes_only_) shard_params_.assign(total, 0.0f);
+  // The gradients' shard is counted as held throughout: it is, in steps.
   live_params_ = peak_params_ = total * sizeof(float);
   live_grads_ = peak_grads_ = total * sizeof(float);
+  peak_held_ = 2 * total * sizeof(float);
 }
 
 std::vector<Bucket> unit_buckets(const std::vector<ParamUnit>& units) {
@@ -141,6 +140,7 @@ ShardedParams::UnitBuffer ShardedParams::allocate(std::size_t g, std::atomic<std
     b.data = b.storage.data() + group.offset % kFloatsPerLine;
   }
   raise_peak(peak, live += group.count * sizeof(float));
+  raise_peak(peak_held_, live_params_ + live_grads_);
   return b;
 }
 
@@ -197,7 +197,7 @@ void ShardedParams::for_each_gathered(
   pool_.release_kept();
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     UnitBuffer b = with_own_block(g);
-    reducer_->wait(reducer_->post_all_gather(tensor(b, g), g));
+    reducer_->wait(reducer_->post_all_gather([&] { return tensor(b, g); }, g));
     visit(groups_[g].offset, {b.data, groups_[g].count});
     free(b, g, live_params_);
   }
@@ -206,8 +206,17 @@ void ShardedParams::for_each_gathered(
 
 void ShardedParams::post_gather(std::size_t pos) {
   const std::size_t g = group_at(pos);
-  gathered_[pos] = with_own_block(g);
-  tickets_[pos] = reducer_->post_all_gather(tensor(gathered_[pos], g), g);
+  // The buffer is taken as the gather starts, on the communication thread,
+  // not as it is queued: by then the reduce-scatters queued before it have
+  // ended and freed their gradients. Taken at the post, it was held beside
+  // every gradient still queued: four layers whole when the link lags,
+  // where two gathered and one gradient are all a worker needs.
+  tickets_[pos] = reducer_->post_all_gather(
+      [this, pos, g] {
+        gathered_[pos] = with_own_block(g);
+        return tensor(gathered_[pos], g);
+      },
+      g);
 }
 
 void ShardedParams::begin_pass() {
@@ -216,7 +225,11 @@ void ShardedParams::begin_pass() {
   next_post_ = next_acquire_ = 0;
 }
 
-void ShardedParams::begin_step() { std::fill(shard_grads_.begin(), shard_grads_.end(), 0.0f); }
+void ShardedParams::begin_step() {
+  if (!sizes_only_) shard_grads_.assign(shard_elements_, 0.0f);
+}
+
+void ShardedParams::end_step() { ParamBuffer().swap(shard_grads_); }
 
 const float* ShardedParams::params(std::size_t unit) {
   GRADEX_ENFORCE(reducer_ != nullptr, "ZeRO-3 parameters gathered before attach()");

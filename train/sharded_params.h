@@ -56,7 +56,9 @@ std::size_t zero3_posted_through(std::size_t pos, std::size_t groups);
 // group, the last group first) posts on the Reducer's thread, in the order
 // it runs them, for a model that keeps LayerAccess's order (forward from
 // the first unit, backward from the last, each unit's gradients ready
-// before it is released):
+// before the next unit's values are asked for; whether a unit is released
+// before or after its gradients are taken changes what is held, not what
+// is posted):
 //   forward:  gather 0 and 1, then each next one as a group is first used,
 //             so gather G (the backward's first) follows G-1;
 //   backward: as group g is first used, the gather behind it is posted;
@@ -93,8 +95,11 @@ class ShardedParams final : public LayerAccess {
   // gets its offset in the flat vector and its values.
   void for_each_gathered(const std::function<void(std::size_t, std::span<const float>)>& visit);
 
-  // Before each step: the shard's gradients start from zero.
+  // Before each step: the shard's gradients, from zero. After the
+  // optimizer has stepped: they are released (PyTorch's zero_grad with
+  // set_to_none), so that scoring between steps does not hold them.
   void begin_step();
+  void end_step();
   // Before each pass (micro-batch): the gathers start over from unit 0's
   // forward.
   void begin_pass();
@@ -108,7 +113,7 @@ class ShardedParams final : public LayerAccess {
   double take_wait_seconds();
   std::size_t groups() const { return groups_.size(); }
 
-  // Empty when sizes only.
+  // Empty when sizes only (shard_grads: outside a step, too).
   std::span<float> shard_params() { return {shard_params_.data(), shard_params_.size()}; }
   std::span<float> shard_grads() { return {shard_grads_.data(), shard_grads_.size()}; }
   // Elements of the shard (of parameters, and of gradients).
@@ -117,6 +122,8 @@ class ShardedParams final : public LayerAccess {
   // units too) and of gradients (unit buffers too).
   std::size_t peak_param_bytes() const;
   std::size_t peak_grad_bytes() const;
+  // The most bytes of both held at once.
+  std::size_t peak_held_bytes() const { return peak_held_.load(); }
 
  private:
   // A unit's values, placed so that element 0 has the 64-byte alignment
@@ -166,6 +173,7 @@ class ShardedParams final : public LayerAccess {
   std::vector<UnitBuffer> grad_buffers_;  // per group, during backward
   BufferPool pool_;  // every unit buffer's storage
   std::atomic<std::size_t> live_params_{0}, peak_params_{0}, live_grads_{0}, peak_grads_{0};
+  std::atomic<std::size_t> peak_held_{0};
 };
 
 }  // namespace gradex

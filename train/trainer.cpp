@@ -88,6 +88,7 @@ struct WorkerOutcome {
   double reduced_gradient_bytes = 0;
   double parameter_bytes = 0;
   double gradient_bytes = 0;
+  double held_bytes = 0;
   Traffic traffic;  // over the steps only
   // Per bucket, its exchange's start and end from the step's start, summed
   // over the steps.
@@ -235,6 +236,7 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
       } else {
         optimizer.step(params, grads);
       }
+      if (store) store->end_step();
       const double t3 = time.end();
       if (tracing) record("optimizer step", t2, t3);
       // Sharded, each worker stepped its blocks only: gather them all.
@@ -285,6 +287,7 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
   const double whole_bytes = static_cast<double>(param_count * sizeof(float));
   out.parameter_bytes = store ? static_cast<double>(store->peak_param_bytes()) : whole_bytes;
   out.gradient_bytes = store ? static_cast<double>(store->peak_grad_bytes()) : whole_bytes;
+  out.held_bytes = store ? static_cast<double>(store->peak_held_bytes()) : 2 * whole_bytes;
   return out;
 }
 
@@ -476,6 +479,7 @@ TrainResult train_rank(Comm& comm, GradientExchange& exchange, const TrainConfig
   result.reduced_gradient_bytes = own.reduced_gradient_bytes;
   result.parameter_bytes = own.parameter_bytes;
   result.gradient_bytes = own.gradient_bytes;
+  result.held_bytes = own.held_bytes;
   result.params = std::move(own.params);
   return result;
 }

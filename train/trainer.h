@@ -120,11 +120,13 @@ struct TrainResult {
   // the reduced gradients it keeps after the exchange (ZeRO-2 and 3: its
   // shard); the most bytes of parameters and of gradients it held at once
   // (replicated and ZeRO-2: the whole model each; ZeRO-3: its shards and
-  // the layers gathered or awaiting their reduce-scatter).
+  // the layers gathered or awaiting their reduce-scatter); and the most
+  // of both held at once.
   double optimizer_state_bytes = 0;
   double reduced_gradient_bytes = 0;
   double parameter_bytes = 0;
   double gradient_bytes = 0;
+  double held_bytes = 0;
   // The largest peak resident size of a worker's process during the run
   // (common/peak_memory.h): per worker when each is a process of its own;
   // 0 when unknown.
