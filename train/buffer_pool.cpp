@@ -5,7 +5,13 @@
 
 namespace gradex {
 
-ParamBuffer BufferPool::take(std::size_t floats) {
+ParamBuffer BufferPool::take(std::size_t floats) { return take_sized(floats, true); }
+
+ParamBuffer BufferPool::take_for_overwrite(std::size_t floats) {
+  return take_sized(floats, false);
+}
+
+ParamBuffer BufferPool::take_sized(std::size_t floats, bool zeroed) {
   ParamBuffer b;
   {
     std::lock_guard lock(mutex_);
@@ -22,7 +28,11 @@ ParamBuffer BufferPool::take(std::size_t floats) {
     }
   }
   if (b.capacity() < floats) b.reserve(floats);  // nothing kept fits: new storage
-  b.assign(floats, 0.0f);
+  if (zeroed) {
+    b.assign(floats, 0.0f);
+  } else {
+    b.resize(floats);  // zeros only past what the storage last held
+  }
   std::lock_guard lock(mutex_);
   live_ += b.capacity();
   peak_live_ = std::max(peak_live_, live_);

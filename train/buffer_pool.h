@@ -20,6 +20,10 @@ class BufferPool {
  public:
   // `floats` zeros, in the smallest kept storage that holds them, or new.
   ParamBuffer take(std::size_t floats);
+  // `floats` elements whose values are whatever the storage held, for a
+  // buffer that is written whole before it is read (a gathered layer):
+  // the zeros would cost a pass over it, on the communication thread.
+  ParamBuffer take_for_overwrite(std::size_t floats);
   // Storage taken from this pool, no longer used. Thread-safe, as take().
   void give_back(ParamBuffer buffer);
   // Releases the storage kept, where no more buffers are taken for a while
@@ -33,6 +37,8 @@ class BufferPool {
   std::size_t kept() const;
 
  private:
+  ParamBuffer take_sized(std::size_t floats, bool zeroed);
+
   mutable std::mutex mutex_;
   std::vector<ParamBuffer> spares_;
   std::size_t live_ = 0, peak_live_ = 0, kept_ = 0;

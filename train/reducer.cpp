@@ -130,8 +130,8 @@ void Reducer::all_gather_timed(Tensor data, std::size_t index) {
   comm_seconds_ += s1 - s0;
 }
 
-std::size_t Reducer::post_all_gather(std::function<Tensor()> data, std::size_t index) {
-  return post([this, data = std::move(data), index] { all_gather_timed(data(), index); });
+std::size_t Reducer::post_all_gather(Tensor data, std::size_t index) {
+  return post([this, data, index] { all_gather_timed(data, index); });
 }
 
 double Reducer::gather(std::span<float> params) {

@@ -117,10 +117,9 @@ class Reducer {
   // the compute stood still for the job, which its stretch leaves out.
   std::size_t post(std::function<void()> job);
   double wait(std::size_t ticket);
-  // Posts an all-gather of the tensor `data()` gives (each worker's block
-  // in place), timed into comm_seconds() and traced as all-gather `index`.
-  // data() is called as the job starts, so its buffer can be taken then.
-  std::size_t post_all_gather(std::function<Tensor()> data, std::size_t index);
+  // Posts an all-gather of `data` (each worker's block in place), timed
+  // into comm_seconds() and traced as all-gather `index`.
+  std::size_t post_all_gather(Tensor data, std::size_t index);
   void set_tracing(bool on) { tracing_ = on; }
 
  private:

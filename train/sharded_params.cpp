@@ -110,6 +110,7 @@ std::vector<Bucket> unit_buckets(const std::vector<ParamUnit>& units) {
 
 ReducerOptions ShardedParams::reducer_options(ReducerOptions options) {
   options.shard = true;
+  overlap_ = options.overlap;
   options.bucket_grads = [this](std::size_t b) {
     const std::size_t g = group_of_bucket(b);
     return tensor(grad_buffers_[g], g);
@@ -131,12 +132,13 @@ ReducerOptions ShardedParams::reducer_options(ReducerOptions options) {
 }
 
 ShardedParams::UnitBuffer ShardedParams::allocate(std::size_t g, std::atomic<std::size_t>& live,
-                                                  std::atomic<std::size_t>& peak) {
+                                                  std::atomic<std::size_t>& peak, bool zeroed) {
   const ParamUnit& group = groups_[g];
   UnitBuffer b;
   b.held = true;
   if (!sizes_only_) {
-    b.storage = pool_.take(group.count + kFloatsPerLine);
+    const std::size_t floats = group.count + kFloatsPerLine;
+    b.storage = zeroed ? pool_.take(floats) : pool_.take_for_overwrite(floats);
     b.data = b.storage.data() + group.offset % kFloatsPerLine;
   }
   raise_peak(peak, live += group.count * sizeof(float));
@@ -160,7 +162,9 @@ float* ShardedParams::unit_in(const UnitBuffer& buffer, std::size_t unit) const 
 }
 
 ShardedParams::UnitBuffer ShardedParams::with_own_block(std::size_t g) {
-  UnitBuffer b = allocate(g, live_params_, peak_params_);
+  // Not zeroed: the all-gather writes every other worker's block (the
+  // collective checks hold every scheme to it over markers).
+  UnitBuffer b = allocate(g, live_params_, peak_params_, false);
   if (sizes_only_) return b;
   const BlockSplit split{groups_[g].count, static_cast<std::size_t>(workers_)};
   const std::size_t own = static_cast<std::size_t>(rank_);
@@ -193,11 +197,14 @@ void ShardedParams::for_each_gathered(
   GRADEX_ENFORCE(reducer_ != nullptr, "ZeRO-3 parameters gathered before attach()");
   GRADEX_ENFORCE(!sizes_only_, "a ZeRO-3 store of sizes only has no values to visit");
   // Between steps (scoring, the final hash): the storage kept for the
-  // steps' buffers would add to the evaluation's activations.
+  // steps' buffers, and the shard's gradients (the optimizer has used
+  // them; begin_step takes them afresh), would add to the evaluation's
+  // activations.
   pool_.release_kept();
+  ParamBuffer().swap(shard_grads_);
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     UnitBuffer b = with_own_block(g);
-    reducer_->wait(reducer_->post_all_gather([&] { return tensor(b, g); }, g));
+    reducer_->wait(reducer_->post_all_gather(tensor(b, g), g));
     visit(groups_[g].offset, {b.data, groups_[g].count});
     free(b, g, live_params_);
   }
@@ -206,17 +213,8 @@ void ShardedParams::for_each_gathered(
 
 void ShardedParams::post_gather(std::size_t pos) {
   const std::size_t g = group_at(pos);
-  // The buffer is taken as the gather starts, on the communication thread,
-  // not as it is queued: by then the reduce-scatters queued before it have
-  // ended and freed their gradients. Taken at the post, it was held beside
-  // every gradient still queued: four layers whole when the link lags,
-  // where two gathered and one gradient are all a worker needs.
-  tickets_[pos] = reducer_->post_all_gather(
-      [this, pos, g] {
-        gathered_[pos] = with_own_block(g);
-        return tensor(gathered_[pos], g);
-      },
-      g);
+  gathered_[pos] = with_own_block(g);
+  tickets_[pos] = reducer_->post_all_gather(tensor(gathered_[pos], g), g);
 }
 
 void ShardedParams::begin_pass() {
@@ -229,19 +227,29 @@ void ShardedParams::begin_step() {
   if (!sizes_only_) shard_grads_.assign(shard_elements_, 0.0f);
 }
 
-void ShardedParams::end_step() { ParamBuffer().swap(shard_grads_); }
-
 const float* ShardedParams::params(std::size_t unit) {
   GRADEX_ENFORCE(reducer_ != nullptr, "ZeRO-3 parameters gathered before attach()");
   const std::size_t g = group_of_.at(unit);
   if (units_left_[g] == 0) {
     // The group's first unit in this direction: its gather, and the next
-    // group's behind it (the prefetch).
+    // group's behind it (the prefetch), whose buffer is taken as it is
+    // posted. In a backward that reduce-scatters as it goes the prefetch is
+    // posted once this gather has ended, so once the reduce-scatters
+    // queued before it have freed their gradients: posted earlier, its
+    // buffer was held beside every gradient still queued, four layers
+    // whole when the link lags where two gathered and one gradient are
+    // all a worker needs. The communication thread is not left idle: the
+    // reduce-scatter posted after this gather is still ahead of the
+    // prefetch. Elsewhere nothing is queued behind a gather, so the
+    // prefetch goes first, lest the thread wait for this one to wake.
     const std::size_t pos = next_acquire_;
     GRADEX_ENFORCE(pos < gathered_.size() && group_at(pos) == g, "ZeRO-3 pass asked for unit ",
                    unit, " out of order (position ", pos, ")");
-    while (next_post_ <= zero3_posted_through(pos, groups_.size())) post_gather(next_post_++);
+    const std::size_t through = zero3_posted_through(pos, groups_.size());
+    const bool after_wait = overlap_ && pos >= groups_.size();
+    while (next_post_ <= (after_wait ? pos : through)) post_gather(next_post_++);
     waited_ += reducer_->wait(tickets_[pos]);
+    while (next_post_ <= through) post_gather(next_post_++);
     held_at_[g] = pos;
     units_left_[g] = static_cast<std::size_t>(std::count(group_of_.begin(), group_of_.end(), g));
     ++next_acquire_;

@@ -92,14 +92,12 @@ class ShardedParams final : public LayerAccess {
                             const std::function<void(Tensor)>& broadcast);
   // Every group whole, in order, through all-gathers on the Reducer's
   // thread (every worker must call it), one group held at a time; `visit`
-  // gets its offset in the flat vector and its values.
+  // gets its offset in the flat vector and its values. Between steps only:
+  // it releases the shard's gradients first.
   void for_each_gathered(const std::function<void(std::size_t, std::span<const float>)>& visit);
 
-  // Before each step: the shard's gradients, from zero. After the
-  // optimizer has stepped: they are released (PyTorch's zero_grad with
-  // set_to_none), so that scoring between steps does not hold them.
+  // Before each step: the shard's gradients start from zero.
   void begin_step();
-  void end_step();
   // Before each pass (micro-batch): the gathers start over from unit 0's
   // forward.
   void begin_pass();
@@ -113,7 +111,8 @@ class ShardedParams final : public LayerAccess {
   double take_wait_seconds();
   std::size_t groups() const { return groups_.size(); }
 
-  // Empty when sizes only (shard_grads: outside a step, too).
+  // Empty when sizes only (shard_grads: after for_each_gathered too, until
+  // the next step).
   std::span<float> shard_params() { return {shard_params_.data(), shard_params_.size()}; }
   std::span<float> shard_grads() { return {shard_grads_.data(), shard_grads_.size()}; }
   // Elements of the shard (of parameters, and of gradients).
@@ -135,8 +134,9 @@ class ShardedParams final : public LayerAccess {
     bool held = false;
   };
   // Buffers below are per group (g), not per unit.
+  // `zeroed` false: the values are left as the storage held them.
   UnitBuffer allocate(std::size_t g, std::atomic<std::size_t>& live,
-                      std::atomic<std::size_t>& peak);
+                      std::atomic<std::size_t>& peak, bool zeroed = true);
   void free(UnitBuffer& buffer, std::size_t g, std::atomic<std::size_t>& live);
   Tensor tensor(const UnitBuffer& buffer, std::size_t g) const;
   // Unit u's place in `buffer` (its group's); null when sizes only.
@@ -161,6 +161,7 @@ class ShardedParams final : public LayerAccess {
   std::vector<std::size_t> shard_offset_;  // per group: its block's place in the shard
   ParamBuffer shard_params_, shard_grads_;
   Reducer* reducer_ = nullptr;
+  bool overlap_ = false;  // the Reducer's: reduce-scatters as backward goes
   // Per position of the pass: the gathered buffer and its ticket.
   std::vector<UnitBuffer> gathered_;
   std::vector<std::size_t> tickets_;

@@ -236,7 +236,6 @@ WorkerOutcome run_worker(Comm& comm, GradientExchange& exchange, const TrainConf
       } else {
         optimizer.step(params, grads);
       }
-      if (store) store->end_step();
       const double t3 = time.end();
       if (tracing) record("optimizer step", t2, t3);
       // Sharded, each worker stepped its blocks only: gather them all.
