@@ -22,7 +22,7 @@ class BufferPool {
   ParamBuffer take(std::size_t floats);
   // `floats` elements whose values are whatever the storage held, for a
   // buffer that is written whole before it is read (a gathered layer):
-  // the zeros would cost a pass over it, on the communication thread.
+  // the zeros would cost a pass over it.
   ParamBuffer take_for_overwrite(std::size_t floats);
   // Storage taken from this pool, no longer used. Thread-safe, as take().
   void give_back(ParamBuffer buffer);

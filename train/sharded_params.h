@@ -14,9 +14,11 @@
 // While one group is used the next one's all-gather is already posted
 // (FSDP's forward and backward prefetch), on the Reducer's communication
 // thread, where the reduce-scatters also run: every worker posts the same
-// exchanges in the same order. At most two gathered groups and the
-// gradients of the groups in flight are whole at any time, so a worker
-// holds about 1/N of the replicated model plus a few groups.
+// exchanges in the same order. With a model that releases a unit before
+// taking its gradients (the MLP), at most three groups are whole at any
+// time when backward reduce-scatters as it goes: two gathered and one
+// gradient in flight, or one and two. So a worker holds about 1/N of the
+// replicated model plus a few groups.
 //
 // Sizes only (an emulated model on the simulator, whose values mean
 // nothing), the store holds no values at all: the same gathers and
