@@ -2,10 +2,11 @@
 # The parameter server over gradex's TCP transport against the MPI
 # library's central-server pattern, MPI_Reduce + MPI_Bcast
 # (scenarios/bench_ps_vs_mpi.json): the pipelined PS with one dedicated
-# server and BytePS's hybrid placement, 1 to 64 MiB, 4 workers, unshaped on
-# loopback. ROUNDS rounds (default 6), each one mpirun running all three
-# one after the other, the order reversed every round: on a shared 2-core
-# machine which run goes first, and when, moves times by more than they
+# server and with one per worker, and BytePS's hybrid placement, 1 to 64
+# MiB, 4 workers, unshaped on loopback. ROUNDS rounds (default 6), each two
+# mpiruns (one per placement) running the schemes and MPI one after the
+# other, the order reversed every round: on a shared 2-core machine which
+# run goes first, and when, moves times by more than they
 # differ. MPI is held to its TCP transport over loopback (--mca btl
 # tcp,self), as gradex's transports are.
 #
@@ -35,23 +36,34 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 rounds="${ROUNDS:-6}"
 workers=4
+# Two placements, each in an mpirun of its own with MPI beside it: one
+# dedicated server (the pipelined PS and the hybrid's extra server), and
+# as many dedicated servers as workers, BytePS's placement at which its
+# Theorem 1 gives S/B (the hybrid then holds no keys on its workers, so
+# only the pipelined PS runs there).
 for (( k = 1; k <= rounds; k++ )); do
-  order=ps_pipelined,ps_hybrid,mpi_reduce_bcast
-  (( k % 2 == 0 )) && order=mpi_reduce_bcast,ps_hybrid,ps_pipelined
-  port=$(( 29000 + RANDOM % 20000 ))
-  echo "ps_vs_mpi: round $k of $rounds ($order)" >&2
-  # 4 workers + the PS's dedicated server (idle while MPI runs).
-  timeout 900 mpirun -n $(( workers + 1 )) --oversubscribe --bind-to none \
-    --mca btl tcp,self --mca pml ob1 --mca btl_tcp_if_include lo \
-    -x GRADEX_RENDEZVOUS="127.0.0.1:$port" -x GRADEX_TOKEN="bench$port" \
-    "$gradex" launch scenarios/bench_ps_vs_mpi.json --transport tcp \
-    --workers "$workers" --schemes "$order" -q -o "$scratch/round_$k" > /dev/null
+  placements="1 $workers"
+  (( k % 2 == 0 )) && placements="$workers 1"
+  for servers in $placements; do
+    order=ps_pipelined,ps_hybrid,mpi_reduce_bcast
+    (( servers > 1 )) && order=ps_pipelined,mpi_reduce_bcast
+    (( k % 2 == 0 )) && order=$(echo "$order" | tr ',' '\n' | tac | paste -sd,)
+    port=$(( 29000 + RANDOM % 20000 ))
+    echo "ps_vs_mpi: round $k of $rounds, $servers dedicated server(s) ($order)" >&2
+    # The PS's dedicated servers idle while MPI runs.
+    timeout 900 mpirun -n $(( workers + servers )) --oversubscribe --bind-to none \
+      --mca btl tcp,self --mca pml ob1 --mca btl_tcp_if_include lo \
+      -x GRADEX_RENDEZVOUS="127.0.0.1:$port" -x GRADEX_TOKEN="bench$port" \
+      "$gradex" launch scenarios/bench_ps_vs_mpi.json --transport tcp \
+      --workers "$workers" --servers "$servers" --schemes "$order" -q \
+      -o "$scratch/round_${k}_servers$servers" > /dev/null
+  done
 done
 
 mkdir -p "$out.tmp"
 /usr/bin/python3 bench/versus_baseline_report.py "$scratch" "$out.tmp" mpi_reduce_bcast \
   "The parameter server over tcp against MPI_Reduce + MPI_Bcast" \
-  "4 workers, unshaped on loopback, every process on one 2-core machine (oversubscribed: 5 processes)."
+  "4 workers, unshaped on loopback, every process on one 2-core machine (oversubscribed: 5 or 8 processes)."
 rm -rf "$out"
 mv "$out.tmp" "$out"
 echo "ps_vs_mpi: wrote $out" >&2

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Compares gradex's schemes with an MPI baseline, round by round.
 
-Reads RUNS/round_<k>[_<collective>]/results.csv (one mpirun each:
+Reads RUNS/round_<k>[_<label>]/results.csv (one mpirun each:
 gradex's schemes and the baseline, in that round's order), writes OUT/rounds.csv (one row per
 round, collective, scheme and size: the scheme's and the baseline's
 median times and their ratio) and OUT/ratios.md (per collective, scheme
@@ -22,17 +22,26 @@ import sys
 from transports_report import human, median, result_folders  # this folder's sibling report
 
 
+def label(row, baseline):
+    """The scheme's name, with its dedicated servers when it has any: the
+    same scheme runs with different placements in different mpiruns."""
+    servers = int(row.get("endpoints") or row["workers"]) - int(row["workers"])
+    if row["scheme"] == baseline or servers <= 0:
+        return row["scheme"]
+    return f"{row['scheme']}, {servers} dedicated server{'s' if servers > 1 else ''}"
+
+
 def load(runs, baseline):
     out = []
-    for m, rows in result_folders(runs, r"round_(\d+)(?:_[a-z_]+)?"):
+    for m, rows in result_folders(runs, r"round_(\d+)(?:_[a-z0-9_]+)?"):
         name = m.group(0)
         order = []
         for r in rows:
             if r["scheme"] not in order:
                 order.append(r["scheme"])
         # Results written before "collective" existed were all-reduces.
-        by = {(r.get("collective") or "all_reduce", r["scheme"], int(r["bytes"])): float(r["time_s"])
-              for r in rows}
+        by = {(r.get("collective") or "all_reduce", label(r, baseline), int(r["bytes"])):
+              float(r["time_s"]) for r in rows}
         for (collective, scheme, size), t in sorted(by.items()):
             if scheme == baseline:
                 continue
