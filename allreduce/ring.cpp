@@ -67,40 +67,72 @@ class RingPhase {
   // Waits for every receive in order, forwarding each block but the last
   // as it lands, then for every send.
   void finish() {
-    if (n_ == 1 || data_.count == 0) return;
-    const std::size_t send_window = static_cast<std::size_t>(kStepsAhead) * seg_.count;
-    for (int s = 0; s < n_ - 1; ++s) {
-      const Tensor incoming = block(first_send_ - s - 1);
-      for (std::size_t j = 0; j < seg_.count; ++j) {
-        const Tensor t = seg_.of(incoming, j);
-        if (t.count == 0) continue;
-        comm_.wait(receives_.front());
-        receives_.pop_front();
-        if (s + 1 < n_ - 1) {
-          while (sends_.size() >= send_window) {
-            comm_.wait(sends_.front());
-            sends_.pop_front();
-          }
-          sends_.push_back(comm_.isend(next_, t.data, t.bytes(), tag_));
-        }
-      }
-      if (s + kStepsAhead < n_ - 1) post_receives(s + kStepsAhead);
+    while (next_receive()) {
+      comm_.wait(receives_.front());
+      on_received();
     }
+    finish_sends();
+  }
+
+  // Driven a receive at a time (several rings at once, ring_allreduce_together):
+  // whether a receive is still to come, its request then at the front
+  // (posting the receives of the steps passed on the way).
+  bool next_receive() {
+    if (n_ == 1 || data_.count == 0) return false;
+    while (step_ < n_ - 1) {
+      if (segment_ < seg_.count) {
+        if (incoming(step_, segment_).count > 0) return true;
+        ++segment_;
+        continue;
+      }
+      if (step_ + kStepsAhead < n_ - 1) post_receives(step_ + kStepsAhead);
+      ++step_;
+      segment_ = 0;
+    }
+    return false;
+  }
+  Request& front_receive() { return receives_.front(); }
+  // Driven with other rings, a rank must not block on one ring's send
+  // window while the others have segments to forward: the oldest send,
+  // when the next receive will be forwarded and the window is full (wait
+  // for it, then sent_oldest()); else nullptr.
+  Request* full_window() {
+    if (step_ + 1 < n_ - 1 && sends_.size() >= send_window()) return &sends_.front();
+    return nullptr;
+  }
+  void sent_oldest() { sends_.pop_front(); }
+  // The front receive has completed: forwards it unless it ends the phase.
+  void on_received() {
+    const Tensor t = incoming(step_, segment_);
+    receives_.pop_front();
+    if (step_ + 1 < n_ - 1) {
+      while (sends_.size() >= send_window()) {
+        comm_.wait(sends_.front());
+        sends_.pop_front();
+      }
+      sends_.push_back(comm_.isend(next_, t.data, t.bytes(), tag_));
+    }
+    ++segment_;
+  }
+  void finish_sends() {
     for (Request& r : sends_) comm_.wait(r);
     sends_.clear();
   }
+  Comm& comm() { return comm_; }
 
  private:
   Tensor block(long long b) const {
     const std::size_t i = wrap(b, n_);
     return data_.slice(split_.offset(i), split_.size(i));
   }
+  std::size_t send_window() const { return static_cast<std::size_t>(kStepsAhead) * seg_.count; }
+  // Segment j of the block received at step s.
+  Tensor incoming(int s, std::size_t j) const { return seg_.of(block(first_send_ - s - 1), j); }
   // Posts the receives of step s's block, a segment each (none for an
   // empty segment).
   void post_receives(int s) {
-    const Tensor incoming = block(first_send_ - s - 1);
     for (std::size_t j = 0; j < seg_.count; ++j) {
-      const Tensor t = seg_.of(incoming, j);
+      const Tensor t = incoming(s, j);
       if (t.count == 0) continue;
       receives_.push_back(reduce_ ? comm_.irecv_reduce(prev_, t, op_, tag_)
                                   : comm_.irecv(prev_, t.data, t.bytes(), tag_));
@@ -120,7 +152,45 @@ class RingPhase {
   long long first_send_;
   std::deque<Request> sends_;
   std::deque<Request> receives_;
+  int step_ = 0;             // of the next receive to be waited for
+  std::size_t segment_ = 0;  // its segment within the step's block
 };
+
+// Drives the phases together: whichever ring's next receive lands first is
+// forwarded first. Every phase's comm is a sub-group of one parent, so any
+// of them can wait on all their requests.
+void drive_together(std::vector<RingPhase>& phases) {
+  struct Waiting {
+    RingPhase* phase;
+    Request* slot;  // where the request came from, to go back to
+    bool send;      // the oldest send of a full window, else the next receive
+  };
+  std::vector<Waiting> live;
+  std::vector<Request> requests;
+  while (true) {
+    live.clear();
+    requests.clear();
+    for (RingPhase& p : phases) {
+      if (!p.next_receive()) continue;
+      Request* send = p.full_window();
+      Request* slot = send ? send : &p.front_receive();
+      live.push_back({&p, slot, send != nullptr});
+      requests.push_back(std::move(*slot));
+    }
+    if (live.empty()) break;
+    const std::size_t done = live.front().phase->comm().wait_any(requests);
+    // The others go back, still pending; the one that completed is taken.
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      if (i != done) *live[i].slot = std::move(requests[i]);
+    }
+    if (live[done].send) {
+      live[done].phase->sent_oldest();
+    } else {
+      live[done].phase->on_received();
+    }
+  }
+  for (RingPhase& p : phases) p.finish_sends();
+}
 
 // The slices of SchemeOptions::slice_bytes over a buffer of `total`
 // elements: at least one (possibly empty), the last one possibly shorter.
@@ -178,6 +248,21 @@ void ring_reduce_scatter(Comm& comm, Tensor data, ReduceOp op, std::size_t segme
 
 void ring_all_gather(Comm& comm, Tensor data, std::size_t segment_bytes, Tag tag) {
   RingPhase(comm, data, ReduceOp::sum, segment_bytes, tag, /*reduce=*/false).finish();
+}
+
+void ring_allreduce_together(std::span<Comm* const> rings, std::span<const Tensor> parts,
+                             ReduceOp op, std::size_t segment_bytes) {
+  GRADEX_ENFORCE_EQ(rings.size(), parts.size(), "one part of the buffer per ring");
+  const ReduceOp combine = combining_op(op);
+  for (const bool reduce : {true, false}) {
+    std::vector<RingPhase> phases;
+    phases.reserve(rings.size());
+    for (std::size_t k = 0; k < rings.size(); ++k) {
+      phases.emplace_back(*rings[k], parts[k], combine, segment_bytes, /*tag=*/reduce ? 0 : 1,
+                          reduce);
+    }
+    drive_together(phases);
+  }
 }
 
 void ring_broadcast(Comm& comm, Tensor data, int root, std::size_t segment_bytes, Tag tag,

@@ -3,6 +3,7 @@
 // buffer, so every rank sends 2(n-1)/n of it: the bandwidth-optimal bound.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "common/comm.h"
@@ -16,6 +17,14 @@ void ring_reduce_scatter(Comm& comm, Tensor data, ReduceOp op, std::size_t segme
                          Tag tag);
 // Rank r contributes block r; on return every rank holds every block.
 void ring_all_gather(Comm& comm, Tensor data, std::size_t segment_bytes, Tag tag);
+// Several ring all-reduces at once, ring k over group rings[k] (each a
+// sub-group of one parent, in its ring order) on its own part parts[k] of
+// the buffer: NCCL's channels. Each rank drives its rings together,
+// forwarding whichever ring's segment lands first; every ring's
+// reduce-scatter ends before the all-gathers start. An average is left
+// to the caller to finish (finish_reduce), as a scheme's phases do.
+void ring_allreduce_together(std::span<Comm* const> rings, std::span<const Tensor> parts,
+                             ReduceOp op, std::size_t segment_bytes);
 // Rank `root`'s buffer to ranks 0..ranks-1 of comm (the others take no
 // part), as a pipelined chain root -> root+1 -> ... -> root-1: each segment
 // is forwarded as soon as it has arrived, so k segments take n-2+k segment

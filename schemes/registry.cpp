@@ -3,6 +3,7 @@
 #include "allreduce/halving_doubling.h"
 #include "allreduce/hierarchical.h"
 #include "allreduce/recursive_doubling.h"
+#include "allreduce/rail_rings.h"
 #include "allreduce/ring.h"
 #include "allreduce/tree.h"
 #include "baselines/mpi_job.h"
@@ -27,6 +28,10 @@ std::vector<SchemeEntry> build_registry() {
   std::vector<SchemeEntry> r;
   r.push_back({"ring", "ring all-reduce: reduce-scatter + all-gather, pipelined in segments",
                plain<RingScheme>()});
+  r.push_back({"rail_rings",
+               "NCCL's rings across nodes: one per GPU of a node on its own part of the buffer, "
+               "each leaving the nodes from another GPU, so every NIC carries one ring",
+               plain<RailRingsScheme>()});
   r.push_back({"tree", "double binary tree all-reduce (NCCL): half the buffer per tree, pipelined",
                plain<TreeScheme>()});
   r.push_back({"halving_doubling",

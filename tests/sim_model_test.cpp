@@ -12,6 +12,7 @@
 #include "schemes/registry.h"
 #include "runner/simulate.h"
 #include "schemes/auto_scheme.h"
+#include "allreduce/rail_rings.h"
 
 namespace gradex::sim {
 namespace {
@@ -508,6 +509,67 @@ TEST(ShapedVsSim, PipelinedParameterServerOnFourWorkersWithinTenPercent) {
   if (kSanitized) GTEST_SKIP() << "timings are meaningless under sanitizers";
   const Agreement a = compare("ps_pipelined", 4, std::size_t{1} << 18, 64 << 10);
   EXPECT_NEAR(a.real, a.simulated, 0.10 * a.simulated) << "real " << a.real;
+}
+
+}  // namespace
+}  // namespace gradex::sim
+
+namespace gradex::sim {
+namespace {
+
+// NCCL's rings across nodes (allreduce/rail_rings.h): each GPU leaves its
+// node in exactly one ring and enters it in exactly one, so each NIC of a
+// rail-optimised node carries one ring's traffic, also when the last node
+// is not full.
+TEST(RailRings, EachGpuLeavesAndEntersItsNodeInOneRing) {
+  for (const auto& [workers, per_node] : {std::pair{16, 8}, {24, 8}, {20, 8}, {6, 2}}) {
+    const Topology nodes = Topology::grouped(workers, per_node, 0, {}, {});
+    std::vector<int> leaves(static_cast<std::size_t>(workers), 0);
+    std::vector<int> enters(static_cast<std::size_t>(workers), 0);
+    for (int c = 0; c < per_node; ++c) {
+      const std::vector<int> order = rail_ring_order(c, workers, per_node);
+      ASSERT_EQ(order.size(), static_cast<std::size_t>(workers));
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        const int from = order[i];
+        const int to = order[(i + 1) % order.size()];
+        if (nodes.same_node(from, to)) continue;
+        ++leaves[static_cast<std::size_t>(from)];
+        ++enters[static_cast<std::size_t>(to)];
+      }
+    }
+    // A GPU beyond a short last node's size leaves no ring there: its
+    // node has fewer GPUs than rings, so some of its GPUs carry several.
+    const int full = workers - workers % per_node;
+    for (int r = 0; r < full; ++r) {
+      EXPECT_EQ(leaves[static_cast<std::size_t>(r)], 1) << workers << " rank " << r;
+      EXPECT_EQ(enters[static_cast<std::size_t>(r)], 1) << workers << " rank " << r;
+    }
+  }
+}
+
+// The rings run at once: on nodes with a NIC per GPU the 8 rings' traffic
+// crosses 8 NICs together, at 8 times one NIC's bus bandwidth (NCCL's
+// 192 GB/s on DGX A100s, calibration/reference_points.json); on nodes that
+// share one NIC they take turns on it, as one ring would. A ring driven
+// after another, or blocking a rank on one ring's send window while the
+// others wait to be forwarded, misses the first by 15% or more.
+TEST(RailRings, CrossTheNodesOnEveryNicAtOnce) {
+  const double nvlink = 230 * kGB;
+  const double nic = 24 * kGB;
+  const std::size_t bytes = std::size_t{1} << 30;
+  SchemeOptions o;
+  o.workers = 16;
+  o.ranks_per_node = 8;
+  auto scheme = make_scheme("rail_rings", o);
+  for (const bool shared_nic : {false, true}) {
+    SimRequest req;
+    req.count = bytes / 4;
+    req.topology = Topology::grouped(16, 8, 0, {nvlink, 0}, {nic, 0}, shared_nic);
+    const double seconds = simulate_allreduce(*scheme, req).seconds;
+    const double busbw = 2.0 * 15 / 16 * static_cast<double>(bytes) / seconds;
+    const double expected = shared_nic ? nic : 8 * nic;
+    EXPECT_NEAR(busbw / expected, 1.0, 0.05) << (shared_nic ? "one NIC per node" : "a NIC per GPU");
+  }
 }
 
 }  // namespace
