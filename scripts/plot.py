@@ -191,6 +191,7 @@ GAP_REASONS = {
     "ring": "the model adds every step's per-message cost in series; "
             "the simulated ring, pipelined in segments, overlaps them",
     "hierarchical": "its rings' overlapped latencies, as for the ring",
+    "rail_rings": "its rings' overlapped latencies, as for the ring",
     "tree": "two children share a parent's port, which the pipeline's fill does not count",
     "halving_doubling": "a folded pair shares a port with the core's first message",
     "recursive_doubling": "a folded pair shares a port with the core's first message",
