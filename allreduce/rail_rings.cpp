@@ -22,6 +22,14 @@ std::vector<int> rail_ring_order(int channel, int workers, int per_node) {
   return order;
 }
 
+int rail_ring_position(int channel, int workers, int per_node, int rank) {
+  GRADEX_ENFORCE(rank >= 0 && rank < workers, "rank ", rank, " of ", workers);
+  const int first = rank / per_node * per_node;
+  const int here = std::min(per_node, workers - first);
+  // rail_ring_order puts first + (channel + i) % here at first + i.
+  return first + ((rank - first - channel) % here + here) % here;
+}
+
 RailRingsScheme::RailRingsScheme(SchemeOptions options) : Scheme(std::move(options)) {
   if (this->options().ranks_per_node < 1) {
     throw ConfigError("ranks_per_node", "must be at least 1, got " +
@@ -54,9 +62,7 @@ Traffic RailRingsScheme::expected_traffic(int endpoint, std::size_t count, DType
   const BlockSplit split{count, static_cast<std::size_t>(g)};
   Traffic t;
   for (int c = 0; c < g; ++c) {
-    const std::vector<int> order = rail_ring_order(c, workers(), g);
-    const auto position = static_cast<int>(std::find(order.begin(), order.end(), endpoint) -
-                                           order.begin());
+    const int position = rail_ring_position(c, workers(), g, endpoint);
     const std::size_t part = split.size(static_cast<std::size_t>(c));
     t += ring_reduce_scatter_traffic(position, workers(), part, dtype, options().segment_bytes);
     t += ring_all_gather_traffic(position, workers(), part, dtype, options().segment_bytes);

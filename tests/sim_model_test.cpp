@@ -530,6 +530,9 @@ TEST(RailRings, EachGpuLeavesAndEntersItsNodeInOneRing) {
       const std::vector<int> order = rail_ring_order(c, workers, per_node);
       ASSERT_EQ(order.size(), static_cast<std::size_t>(workers));
       for (std::size_t i = 0; i < order.size(); ++i) {
+        EXPECT_EQ(rail_ring_position(c, workers, per_node, order[i]), static_cast<int>(i));
+      }
+      for (std::size_t i = 0; i < order.size(); ++i) {
         const int from = order[i];
         const int to = order[(i + 1) % order.size()];
         if (nodes.same_node(from, to)) continue;
