@@ -52,9 +52,10 @@ struct Op : RequestState {
   std::string error;  // set before `done` when the match was invalid
 
   bool finished() const { return done.load(std::memory_order_acquire); }
-  void finish(std::string why = {}) {
+  void finish() { done.store(true, std::memory_order_release); }
+  void finish(std::string why) {
     error = std::move(why);
-    done.store(true, std::memory_order_release);
+    finish();
   }
 };
 using OpPtr = std::shared_ptr<Op>;
@@ -64,10 +65,12 @@ using OpPtr = std::shared_ptr<Op>;
 // not_before); states.size() when none has. Every state is an Op.
 std::size_t first_delivered(std::span<RequestState* const> states);
 
-// Builds a posted operation; `T` is Op or a transport's extension of it.
-template <class T = Op>
-std::shared_ptr<T> make_op(OpKind kind, int owner, int peer, Tag tag, std::size_t bytes) {
-  auto op = std::make_shared<T>();
+// Builds a posted operation; `T` is Op or a transport's extension of it,
+// allocated by `alloc` (the simulator reuses its operations' memory).
+template <class T = Op, class Alloc = std::allocator<T>>
+std::shared_ptr<T> make_op(OpKind kind, int owner, int peer, Tag tag, std::size_t bytes,
+                           const Alloc& alloc = {}) {
+  auto op = std::allocate_shared<T>(alloc);
   op->kind = kind;
   op->owner = owner;
   op->peer = peer;
@@ -75,21 +78,24 @@ std::shared_ptr<T> make_op(OpKind kind, int owner, int peer, Tag tag, std::size_
   op->bytes = bytes;
   return op;
 }
-template <class T = Op>
-std::shared_ptr<T> make_send(int owner, int peer, const void* data, std::size_t bytes, Tag tag) {
-  auto op = make_op<T>(OpKind::send, owner, peer, tag, bytes);
+template <class T = Op, class Alloc = std::allocator<T>>
+std::shared_ptr<T> make_send(int owner, int peer, const void* data, std::size_t bytes, Tag tag,
+                             const Alloc& alloc = {}) {
+  auto op = make_op<T>(OpKind::send, owner, peer, tag, bytes, alloc);
   op->src = data;
   return op;
 }
-template <class T = Op>
-std::shared_ptr<T> make_recv(int owner, int peer, void* data, std::size_t bytes, Tag tag) {
-  auto op = make_op<T>(OpKind::recv, owner, peer, tag, bytes);
+template <class T = Op, class Alloc = std::allocator<T>>
+std::shared_ptr<T> make_recv(int owner, int peer, void* data, std::size_t bytes, Tag tag,
+                             const Alloc& alloc = {}) {
+  auto op = make_op<T>(OpKind::recv, owner, peer, tag, bytes, alloc);
   op->dst = data;
   return op;
 }
-template <class T = Op>
-std::shared_ptr<T> make_recv_reduce(int owner, int peer, Tensor dst, ReduceOp rop, Tag tag) {
-  auto op = make_op<T>(OpKind::recv_reduce, owner, peer, tag, dst.bytes());
+template <class T = Op, class Alloc = std::allocator<T>>
+std::shared_ptr<T> make_recv_reduce(int owner, int peer, Tensor dst, ReduceOp rop, Tag tag,
+                                    const Alloc& alloc = {}) {
+  auto op = make_op<T>(OpKind::recv_reduce, owner, peer, tag, dst.bytes(), alloc);
   op->reduce_dst = dst;
   op->rop = rop;
   return op;

@@ -126,7 +126,9 @@ int Network::start(int src, int dst, std::size_t bytes, double now) {
 void Network::detach(int port, int flow) {
   auto& list = ports_[static_cast<std::size_t>(port)].flows;
   list.erase(std::find(list.begin(), list.end(), flow));
-  mark_dirty(port);
+  // A port left without flows is a component of its own with nothing to
+  // rate: settling it would walk it for nothing (half of a ring's settles).
+  if (!list.empty()) mark_dirty(port);
 }
 
 bool Network::current(int flow, std::uint64_t version) const {

@@ -12,6 +12,7 @@
 
 #include "common/errors.h"
 #include "transport/matching.h"
+#include "transport/sim/block_pool.h"
 #include "transport/sim/event_queue.h"
 #include "transport/sim/fiber.h"
 #include "transport/sim/network.h"
@@ -100,6 +101,9 @@ struct MixedKey {
 }  // namespace
 
 struct SimWorld::Impl {
+  // First, so that it goes last: operations still held by messages and
+  // timers go back to it.
+  BlockPool op_pool;
   int size;
   Topology topology;
   bool phantom = true;
@@ -174,12 +178,21 @@ struct SimWorld::Impl {
     timers[static_cast<std::size_t>(slot)] = std::move(op);
     return slot;
   }
-  void complete(SimOp& op, std::string error = {}) {
+  // Finishes `op` (with `error`, if the match failed) and wakes its rank
+  // if it is blocked.
+  void complete(SimOp& op) {
+    op.finish();
+    wake(op.owner);
+  }
+  void complete(SimOp& op, std::string error) {
     op.finish(std::move(error));
-    RankState& r = ranks[static_cast<std::size_t>(op.owner)];
+    wake(op.owner);
+  }
+  void wake(int rank) {
+    RankState& r = ranks[static_cast<std::size_t>(rank)];
     if (r.blocked) {
       r.blocked = false;
-      runnable.push_back(op.owner);
+      runnable.push_back(rank);
     }
   }
   void post_send(const OpPtr& op);
@@ -229,7 +242,8 @@ class SimClock final : public Clock {
 
 class SimComm final : public Comm {
  public:
-  SimComm(SimWorld::Impl& world, int rank) : world_(world), rank_(rank), clock_(world, rank) {}
+  SimComm(SimWorld::Impl& world, int rank)
+      : world_(world), rank_(rank), clock_(world, rank), alloc_(&world.op_pool) {}
 
   int rank() const override { return rank_; }
   int size() const override { return world_.size; }
@@ -243,19 +257,19 @@ class SimComm final : public Comm {
  protected:
   std::shared_ptr<RequestState> start_send(int peer, const void* data, std::size_t bytes,
                                            Tag tag) override {
-    auto op = transport::make_send<SimOp>(rank_, peer, data, bytes, tag);
+    auto op = transport::make_send<SimOp>(rank_, peer, data, bytes, tag, alloc_);
     world_.post_send(checked(op));
     return op;
   }
   std::shared_ptr<RequestState> start_recv(int peer, void* data, std::size_t bytes,
                                            Tag tag) override {
-    auto op = transport::make_recv<SimOp>(rank_, peer, data, bytes, tag);
+    auto op = transport::make_recv<SimOp>(rank_, peer, data, bytes, tag, alloc_);
     world_.post_recv(checked(op));
     return op;
   }
   std::shared_ptr<RequestState> start_recv_reduce(int peer, Tensor dst, ReduceOp rop,
                                                   Tag tag) override {
-    auto op = transport::make_recv_reduce<SimOp>(rank_, peer, dst, rop, tag);
+    auto op = transport::make_recv_reduce<SimOp>(rank_, peer, dst, rop, tag, alloc_);
     world_.post_recv(checked(op));
     return op;
   }
@@ -285,6 +299,7 @@ class SimComm final : public Comm {
   SimWorld::Impl& world_;
   int rank_;
   SimClock clock_;
+  PoolAllocator<SimOp> alloc_;
 };
 
 }  // namespace
