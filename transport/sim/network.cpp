@@ -210,6 +210,7 @@ void Network::rebalance(const std::vector<int>& ports, const std::vector<int>& f
     reschedule(flows[0], rate, now);
     return;
   }
+  if (rebalance_star(ports, flows, now)) return;
   std::vector<PortShare>& share = share_scratch_;
   share.resize(ports.size());
   for (std::size_t i = 0; i < ports.size(); ++i) {
@@ -263,6 +264,35 @@ void Network::rebalance(const std::vector<int>& ports, const std::vector<int>& f
   }
 
   for (std::size_t i = 0; i < flows.size(); ++i) reschedule(flows[i], rate[i], now);
+}
+
+// A star: one hub port that every flow of the component crosses (a PS
+// server's NIC taking every worker's push), each flow's other ports its
+// own. Filling would first pop the hub, offering capacity / k to its k
+// flows, when every other port offers more (each its whole capacity), and
+// freeze them all at that share: give it to them directly, without the
+// heap. A tie with a flow's own port would let that port go first by its
+// slot, so it takes the general filling.
+bool Network::rebalance_star(const std::vector<int>& ports, const std::vector<int>& flows,
+                             double now) {
+  const auto k = static_cast<int>(flows.size());
+  int hub = -1;
+  for (int p : ports) {
+    const auto carried = static_cast<int>(ports_[static_cast<std::size_t>(p)].flows.size());
+    if (carried == k && hub < 0) {
+      hub = p;
+    } else if (carried != 1) {
+      return false;
+    }
+  }
+  if (hub < 0) return false;
+  const double capacity = ports_[static_cast<std::size_t>(hub)].capacity;
+  const double share = capacity / k;
+  for (int p : ports) {
+    if (p != hub && !(ports_[static_cast<std::size_t>(p)].capacity > share)) return false;
+  }
+  for (int flow : flows) reschedule(flow, share, now);
+  return true;
 }
 
 void Network::reschedule(int flow, double rate, double now) {

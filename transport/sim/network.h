@@ -90,6 +90,9 @@ class Network {
   void mark_dirty(int port);
   void detach(int port, int flow);
   void rebalance(const std::vector<int>& ports, const std::vector<int>& flows, double now);
+  // rebalance() of a component that is a star around one port, exactly as
+  // the filling would; false (nothing done) for any other component.
+  bool rebalance_star(const std::vector<int>& ports, const std::vector<int>& flows, double now);
   // Gives `flow` its new rate from `now` and schedules its completion,
   // unless the rate did not change.
   void reschedule(int flow, double rate, double now);
