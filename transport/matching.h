@@ -101,18 +101,33 @@ std::shared_ptr<T> make_recv_reduce(int owner, int peer, Tensor dst, ReduceOp ro
   return op;
 }
 
-// A first-in-first-out queue that allocates nothing while empty: a (peer,
-// tag) queue mostly holds one entry at a time, where a std::deque would
-// allocate over 500 bytes up front (a million of them in a simulated
-// all-to-all of 1,024 ranks).
+// A first-in-first-out queue that allocates nothing while it holds one
+// entry: a (peer, tag) queue mostly holds one at a time, where a
+// std::deque would allocate over 500 bytes up front (a million of them in
+// a simulated all-to-all of 1,024 ranks). The front is kept in the queue
+// itself, so taking a lone entry reads no memory elsewhere (in a large
+// simulation that memory is cold: a miss per message).
 template <class T>
 class Fifo {
  public:
-  bool empty() const { return head_ == items_.size(); }
-  std::size_t size() const { return items_.size() - head_; }
-  T& front() { return items_[head_]; }
-  void push_back(T item) { items_.push_back(std::move(item)); }
+  bool empty() const { return !has_front_; }
+  std::size_t size() const { return (has_front_ ? 1 : 0) + items_.size() - head_; }
+  T& front() { return front_; }
+  void push_back(T item) {
+    if (has_front_) {
+      items_.push_back(std::move(item));
+    } else {
+      front_ = std::move(item);
+      has_front_ = true;
+    }
+  }
   void pop_front() {
+    if (head_ == items_.size()) {
+      front_ = T{};
+      has_front_ = false;
+      return;
+    }
+    front_ = std::move(items_[head_]);
     if (++head_ == items_.size()) {
       items_.clear();
       head_ = 0;
@@ -125,7 +140,9 @@ class Fifo {
 
  private:
   static constexpr std::size_t kCompactAfter = 32;
-  std::vector<T> items_;
+  T front_{};
+  bool has_front_ = false;
+  std::vector<T> items_;  // behind the front
   std::size_t head_ = 0;
 };
 
@@ -139,17 +156,35 @@ class Fifo {
 // next message instead of erased, which saves a map node and a queue's
 // buffer per message. Only for endpoints that use a bounded set of
 // (peer, tag) pairs over and over (the simulator's ranks): the kept queues
-// are never freed before the Matcher is.
+// are never freed before the Matcher is. Since they stay put, the queue
+// last used on each side is remembered and found again without walking
+// the map (a ring's rank hears from one peer on one tag at a time).
 template <class Receive, class Arrival, bool KeepEmptyQueues = false>
 class Matcher {
  public:
+  Matcher() = default;
+  // Movable (the map's nodes, and so the remembered queues, move with it),
+  // not copyable (a copy would remember the original's queues).
+  Matcher(Matcher&&) noexcept = default;
+  Matcher& operator=(Matcher&&) noexcept = default;
+  Matcher(const Matcher&) = delete;
+  Matcher& operator=(const Matcher&) = delete;
+
   // The oldest receive posted for a message from `peer` with `tag`, taken
   // off the queue; nullopt if none is posted.
-  std::optional<Receive> take_receive(int peer, Tag tag) { return take(receives_, {peer, tag}); }
+  std::optional<Receive> take_receive(int peer, Tag tag) {
+    return take(receives_, last_receives_, {peer, tag});
+  }
   // The oldest message from `peer` with `tag` that no receive took yet.
-  std::optional<Arrival> take_arrival(int peer, Tag tag) { return take(arrivals_, {peer, tag}); }
-  void add_receive(int peer, Tag tag, Receive r) { receives_[{peer, tag}].push_back(std::move(r)); }
-  void add_arrival(int peer, Tag tag, Arrival a) { arrivals_[{peer, tag}].push_back(std::move(a)); }
+  std::optional<Arrival> take_arrival(int peer, Tag tag) {
+    return take(arrivals_, last_arrivals_, {peer, tag});
+  }
+  void add_receive(int peer, Tag tag, Receive r) {
+    queue(receives_, last_receives_, {peer, tag}).push_back(std::move(r));
+  }
+  void add_arrival(int peer, Tag tag, Arrival a) {
+    queue(arrivals_, last_arrivals_, {peer, tag}).push_back(std::move(a));
+  }
 
   // A receive is posted: the message it takes, or nullopt (it is queued).
   std::optional<Arrival> post_receive(int peer, Tag tag, Receive r) {
@@ -175,16 +210,45 @@ class Matcher {
 
  private:
   using Key = std::pair<int, Tag>;
+  // The queue last found on one side and its key (KeepEmptyQueues only).
   template <class T>
-  static std::optional<T> take(std::map<Key, Fifo<T>>& queues, const Key& key) {
-    auto it = queues.find(key);
-    if (it == queues.end() || it->second.empty()) return std::nullopt;
-    std::optional<T> front(std::move(it->second.front()));
-    it->second.pop_front();
-    if constexpr (!KeepEmptyQueues) {
-      if (it->second.empty()) queues.erase(it);
+  struct Last {
+    Key key{-1, 0};
+    Fifo<T>* queue = nullptr;
+  };
+  template <class T>
+  static Fifo<T>* find(std::map<Key, Fifo<T>>& queues, Last<T>& last, const Key& key) {
+    if constexpr (KeepEmptyQueues) {
+      if (last.queue != nullptr && last.key == key) return last.queue;
     }
-    return front;
+    auto it = queues.find(key);
+    if (it == queues.end()) return nullptr;
+    if constexpr (KeepEmptyQueues) last = {key, &it->second};
+    return &it->second;
+  }
+  template <class T>
+  static Fifo<T>& queue(std::map<Key, Fifo<T>>& queues, Last<T>& last, const Key& key) {
+    if (Fifo<T>* q = find(queues, last, key)) return *q;
+    Fifo<T>& q = queues[key];
+    if constexpr (KeepEmptyQueues) last = {key, &q};
+    return q;
+  }
+  template <class T>
+  static std::optional<T> take(std::map<Key, Fifo<T>>& queues, Last<T>& last, const Key& key) {
+    if constexpr (KeepEmptyQueues) {
+      Fifo<T>* q = find(queues, last, key);
+      if (q == nullptr || q->empty()) return std::nullopt;
+      std::optional<T> front(std::move(q->front()));
+      q->pop_front();
+      return front;
+    } else {
+      auto it = queues.find(key);
+      if (it == queues.end() || it->second.empty()) return std::nullopt;
+      std::optional<T> front(std::move(it->second.front()));
+      it->second.pop_front();
+      if (it->second.empty()) queues.erase(it);
+      return front;
+    }
   }
   template <class T>
   static std::size_t count(const std::map<Key, Fifo<T>>& queues) {
@@ -195,6 +259,8 @@ class Matcher {
 
   std::map<Key, Fifo<Receive>> receives_;
   std::map<Key, Fifo<Arrival>> arrivals_;
+  Last<Receive> last_receives_;
+  Last<Arrival> last_arrivals_;
 };
 
 // What a receive says of a message whose size is not the one it expects.

@@ -69,15 +69,21 @@ struct Event {
 };
 
 struct RankState {
-  // Receives posted by this rank, and messages addressed to it that no
-  // receive took yet. A rank talks to a few peers on a few tags again and
-  // again, so emptied queues are kept for the next message.
-  transport::Matcher<OpPtr, Message*, /*KeepEmptyQueues=*/true> queues;
+  // What the scheduler reads of every rank it wakes first, together.
+  bool blocked = false;
   const SimOp* waiting_on = nullptr;  // set while blocked
   // Set while blocked in a wait for any of several operations (waiting_on
   // is then the first of them).
   std::span<RequestState* const> waiting_any;
-  bool blocked = false;
+  // The connection this rank last sent on (lines never move): a rank
+  // mostly sends to the peer it sent to last, and finding it again in the
+  // table of every connection costs a miss per message in a large world.
+  int last_line_to = -1;
+  Line* last_line = nullptr;
+  // Receives posted by this rank, and messages addressed to it that no
+  // receive took yet. A rank talks to a few peers on a few tags again and
+  // again, so emptied queues are kept for the next message.
+  transport::Matcher<OpPtr, Message*, /*KeepEmptyQueues=*/true> queues;
 };
 
 class SimComm;
@@ -331,9 +337,14 @@ void SimWorld::Impl::post_send(const OpPtr& op) {
   // The bytes start leaving now, whether or not the receive is posted: the
   // shaper of the in-process transport reserves port time at the send too.
   if (op->bytes > 0 && network.limited(m->src, m->dst)) {
-    const auto key = static_cast<std::uint64_t>(m->src) * static_cast<std::uint64_t>(size) +
-                     static_cast<std::uint64_t>(m->dst);
-    Line& line = lines[key];
+    RankState& sender = ranks[static_cast<std::size_t>(m->src)];
+    if (sender.last_line_to != m->dst) {
+      const auto key = static_cast<std::uint64_t>(m->src) * static_cast<std::uint64_t>(size) +
+                       static_cast<std::uint64_t>(m->dst);
+      sender.last_line = &lines[key];
+      sender.last_line_to = m->dst;
+    }
+    Line& line = *sender.last_line;
     m->line = &line;
     if (line.head == nullptr) {
       line.head = line.tail = m;
