@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <deque>
+#include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -19,6 +22,7 @@
 #include "runner/simulate.h"
 #include "schemes/registry.h"
 #include "scheme_options.h"
+#include "transport/matching.h"
 #include "transport/sim/event_queue.h"
 #include "transport/sim/world.h"
 
@@ -248,6 +252,52 @@ TEST(SimEventQueue, DroppedEventsLeaveTheRestInOrder) {
 }
 
 // ---- failures ---------------------------------------------------------------
+
+// The matcher the simulator's ranks use remembers the queue it last found
+// on each side and keeps a queue's lone entry in the queue itself: random
+// receives and arrivals over a few (peer, tag) pairs must pair up exactly
+// as first-in-first-out queues per pair would, with and without kept
+// queues.
+template <bool Keep>
+void matches_like_queues_per_pair(std::uint64_t seed) {
+  transport::Matcher<int, int, Keep> matcher;
+  std::map<std::pair<int, Tag>, std::deque<int>> receives, arrivals;
+  std::mt19937_64 rng(seed);
+  for (int step = 0; step < 20'000; ++step) {
+    const int peer = static_cast<int>(rng() % 3);
+    const Tag tag = rng() % 2;
+    const int id = step;
+    if (rng() % 2 == 0) {
+      std::optional<int> expected;
+      if (auto& q = arrivals[{peer, tag}]; !q.empty()) {
+        expected = q.front();
+        q.pop_front();
+      } else {
+        receives[{peer, tag}].push_back(id);
+      }
+      ASSERT_EQ(matcher.post_receive(peer, tag, id), expected) << "step " << step;
+    } else {
+      std::optional<int> expected;
+      if (auto& q = receives[{peer, tag}]; !q.empty()) {
+        expected = q.front();
+        q.pop_front();
+      } else {
+        arrivals[{peer, tag}].push_back(id);
+      }
+      ASSERT_EQ(matcher.post_arrival(peer, tag, id), expected) << "step " << step;
+    }
+  }
+  std::size_t posted = 0, waiting = 0;
+  for (const auto& [key, q] : receives) posted += q.size();
+  for (const auto& [key, q] : arrivals) waiting += q.size();
+  EXPECT_EQ(matcher.receives(), posted);
+  EXPECT_EQ(matcher.arrivals(), waiting);
+}
+
+TEST(SimMatcher, PairsUpAsQueuesPerPeerAndTag) {
+  matches_like_queues_per_pair<true>(3);
+  matches_like_queues_per_pair<false>(5);
+}
 
 TEST(SimFailures, DeadlockNamesTheStuckRanks) {
   SimWorld world(3, TransportOptions{.shaping = flat(3, kGB, 0)});
