@@ -261,30 +261,30 @@ TEST(SimEventQueue, DroppedEventsLeaveTheRestInOrder) {
 template <bool Keep>
 void matches_like_queues_per_pair(std::uint64_t seed) {
   transport::Matcher<int, int, Keep> matcher;
-  std::map<std::pair<int, Tag>, std::deque<int>> receives, arrivals;
+  using Queues = std::map<std::pair<int, Tag>, std::deque<int>>;
+  Queues receives, arrivals;
+  // What posting `id` on one side should give: the other side's oldest
+  // entry for the pair, else nothing (and `id` waits on its side).
+  auto expect = [](Queues& mine, Queues& theirs, std::pair<int, Tag> key, int id) {
+    std::optional<int> taken;
+    if (auto& q = theirs[key]; !q.empty()) {
+      taken = q.front();
+      q.pop_front();
+    } else {
+      mine[key].push_back(id);
+    }
+    return taken;
+  };
   std::mt19937_64 rng(seed);
   for (int step = 0; step < 20'000; ++step) {
     const int peer = static_cast<int>(rng() % 3);
     const Tag tag = rng() % 2;
-    const int id = step;
     if (rng() % 2 == 0) {
-      std::optional<int> expected;
-      if (auto& q = arrivals[{peer, tag}]; !q.empty()) {
-        expected = q.front();
-        q.pop_front();
-      } else {
-        receives[{peer, tag}].push_back(id);
-      }
-      ASSERT_EQ(matcher.post_receive(peer, tag, id), expected) << "step " << step;
+      const std::optional<int> expected = expect(receives, arrivals, {peer, tag}, step);
+      ASSERT_EQ(matcher.post_receive(peer, tag, step), expected) << "step " << step;
     } else {
-      std::optional<int> expected;
-      if (auto& q = receives[{peer, tag}]; !q.empty()) {
-        expected = q.front();
-        q.pop_front();
-      } else {
-        arrivals[{peer, tag}].push_back(id);
-      }
-      ASSERT_EQ(matcher.post_arrival(peer, tag, id), expected) << "step " << step;
+      const std::optional<int> expected = expect(arrivals, receives, {peer, tag}, step);
+      ASSERT_EQ(matcher.post_arrival(peer, tag, step), expected) << "step " << step;
     }
   }
   std::size_t posted = 0, waiting = 0;
