@@ -107,8 +107,8 @@ struct MixedKey {
 }  // namespace
 
 struct SimWorld::Impl {
-  // First, so that it goes last: operations still held by messages and
-  // timers go back to it.
+  // First, so that it goes last: the sends and receives messages still
+  // hold go back to it as the messages go. (Timers are not from it.)
   BlockPool op_pool;
   int size;
   Topology topology;
