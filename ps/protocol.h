@@ -7,9 +7,21 @@
 // servers (co-located, more servers than workers) never confuses them.
 #pragma once
 
+#include <cstddef>
+
 #include "common/comm.h"
 
 namespace gradex {
+
+// How far a pipelined round runs ahead, in chunks (rounds of a chunk per
+// server): a server keeps the replies of at most this many chunks in
+// flight, and a worker that hosts no server posts its pulls at most this
+// many chunks ahead of its pushes. Enough to keep a NIC busy in both
+// directions (a chunk's replies leave while the next chunks come in), and
+// what a round holds live stays independent of the shard's length: posted
+// all at once, 1,024 workers' pulls of a 1 GB shard in 1 MiB chunks are a
+// million open requests.
+inline constexpr std::size_t kChunksInFlight = 4;
 
 inline Tag push_tag(int server) { return 2 * static_cast<Tag>(server); }
 inline Tag pull_tag(int server) { return 2 * static_cast<Tag>(server) + 1; }

@@ -1,5 +1,6 @@
 #include "ps/server.h"
 
+#include <deque>
 #include <vector>
 
 #include "common/errors.h"
@@ -34,11 +35,18 @@ void serve_round(Comm& comm, const std::vector<int>& order, int server, KeyRange
   // Range r of the buffer, as it sits in the accumulator.
   const auto held = [&](KeyRange r) { return acc.slice(r.offset - shard.offset, r.count); };
   const ReduceOp combine = combining_op(op);
-  std::vector<Request> replies;
-  replies.reserve(order.size() * chunk_count(shard.count, chunk));
+  // The replies of the last kChunksInFlight chunks (protocol.h), oldest
+  // first, a group per chunk: a chunk's sums leave while the next chunks
+  // come in, and a chunk waits for the replies of the chunk that many
+  // before it.
+  std::deque<std::vector<Request>> replies;
   std::vector<Request> parts;
   for (std::size_t j = 0; j < chunk_count(shard.count, chunk); ++j) {
     const KeyRange r = chunk_range(shard, chunk, j);
+    if (replies.size() == kChunksInFlight) {
+      comm.wait_all(replies.front());
+      replies.pop_front();
+    }
     if (pattern.combines()) {
       // Push: the first contribution is copied in (no identity element
       // needed, which min and max lack); the others are combined one at a
@@ -65,14 +73,16 @@ void serve_round(Comm& comm, const std::vector<int>& order, int server, KeyRange
     // Pull: each worker's part of the result goes back. Posting the sends
     // without waiting lets them leave while the next chunk comes in, in
     // whatever order the workers are ready.
+    std::vector<Request>& sent = replies.emplace_back();
+    sent.reserve(order.size());
     for (int w : order) {
       const KeyRange p = pattern.pulled(w, r);
       if (p.count == 0) continue;
       const Tensor part = held(p);
-      replies.push_back(comm.isend(w, part.data, part.bytes(), pull_tag(server)));
+      sent.push_back(comm.isend(w, part.data, part.bytes(), pull_tag(server)));
     }
   }
-  comm.wait_all(replies);
+  for (std::vector<Request>& sent : replies) comm.wait_all(sent);
 }
 
 }  // namespace gradex

@@ -12,7 +12,7 @@
 namespace gradex {
 
 template <typename Part, typename Post>
-std::vector<Request> PsWorker::each_chunk(Tensor data, Part part, Post post, Hosts hosts) {
+std::vector<Request> PsWorker::each_chunk(const Tensor& data, Part part, Post post, Hosts hosts) {
   const int servers = layout_.servers();
   std::vector<Request> posted;
   std::size_t most = 0;
@@ -32,7 +32,7 @@ std::vector<Request> PsWorker::each_chunk(Tensor data, Part part, Post post, Hos
       if (j >= chunk_count(shard.count, chunk_)) continue;
       const KeyRange r = part(chunk_range(shard, chunk_, j));
       if (r.count == 0) continue;  // this worker moves none of it (pattern.h)
-      posted.push_back(post(layout_.host(k), data.slice(r.offset, r.count), k));
+      posted.push_back(post(layout_.host(k), r, k));
     }
   }
   return posted;
@@ -44,15 +44,22 @@ KeyRange PsWorker::pulled(KeyRange r) const { return pattern_.pulled(comm_.rank(
 std::vector<Request> PsWorker::push(Tensor grad, Hosts hosts) {
   return each_chunk(
       grad, [&](KeyRange r) { return pushed(r); },
-      [&](int host, const Tensor& part, int k) {
-        return comm_.isend(host, part.data, part.bytes(), push_tag(k));
-      },
-      hosts);
+      [&](int host, KeyRange r, int k) { return send(host, grad, r, push_tag(k)); }, hosts);
 }
 
-void PsWorker::push_paced(Tensor grad) {
-  // At most one round of chunks (one to every server) is in flight: the
-  // next is posted once the oldest has been taken.
+Request PsWorker::send(int host, const Tensor& data, KeyRange r, Tag tag) {
+  const Tensor part = data.slice(r.offset, r.count);
+  return comm_.isend(host, part.data, part.bytes(), tag);
+}
+
+Request PsWorker::receive(int host, const Tensor& data, KeyRange r, Tag tag) {
+  const Tensor part = data.slice(r.offset, r.count);
+  return comm_.irecv(host, part.data, part.bytes(), tag);
+}
+
+void PsWorker::exchange_paced(Tensor data) {
+  // At most one round of pushes (a chunk to every server) is in flight:
+  // the next is posted once the oldest has been taken.
   //
   // Posted all at once, a shaped link books them in posting order, worker
   // after worker, and a server would wait for every worker's first chunk
@@ -61,29 +68,42 @@ void PsWorker::push_paced(Tensor grad) {
   // it (sends are rendezvous), which it does in arrival order after the
   // workers before this one: with many servers and small shards the
   // workers then advance in a convoy, a latency per server per chunk.
+  //
+  // Each chunk's pull is posted just before its push, which its server
+  // must take before it can answer, so the reply always finds it posted;
+  // at most kChunksInFlight rounds of pulls (protocol.h) are open.
   const int servers_pushed = layout_.servers() - first_server_;
-  const std::size_t window = static_cast<std::size_t>(std::max(1, servers_pushed));
-  std::deque<Request> in_flight;
+  const std::size_t round = static_cast<std::size_t>(std::max(1, servers_pushed));
+  std::deque<Request> pushes;
+  std::deque<Request> pulls;
+  // Waits for the oldest of `open` when it holds `most`.
+  const auto make_room = [&](std::deque<Request>& open, std::size_t most) {
+    if (open.size() < most) return;
+    comm_.wait(open.front());
+    open.pop_front();
+  };
   each_chunk(
-      grad, [&](KeyRange r) { return pushed(r); },
-      [&](int host, const Tensor& part, int k) {
-        if (in_flight.size() >= window) {
-          comm_.wait(in_flight.front());
-          in_flight.pop_front();
+      data, [](KeyRange r) { return r; },
+      [&](int host, KeyRange r, int k) {
+        if (const KeyRange out = pulled(r); out.count > 0) {
+          make_room(pulls, kChunksInFlight * round);
+          pulls.push_back(receive(host, data, out, pull_tag(k)));
         }
-        in_flight.push_back(comm_.isend(host, part.data, part.bytes(), push_tag(k)));
+        if (const KeyRange in = pushed(r); in.count > 0) {
+          make_room(pushes, round);
+          pushes.push_back(send(host, data, in, push_tag(k)));
+        }
         return Request{};
       },
       Hosts::any);
-  for (Request& r : in_flight) comm_.wait(r);
+  for (Request& r : pushes) comm_.wait(r);
+  for (Request& r : pulls) comm_.wait(r);
 }
 
 std::vector<Request> PsWorker::pull(Tensor out) {
   return each_chunk(
       out, [&](KeyRange r) { return pulled(r); },
-      [&](int host, const Tensor& part, int k) {
-        return comm_.irecv(host, part.data, part.bytes(), pull_tag(k));
-      },
+      [&](int host, KeyRange r, int k) { return receive(host, out, r, pull_tag(k)); },
       Hosts::any);
 }
 
@@ -143,15 +163,16 @@ void worker_round(Comm& comm, const ServerLayout& layout, std::size_t chunk, Ten
   }
   const PsPattern pattern(collective, data.count, layout.workers());
   PsWorker worker(comm, layout, chunk, /*first_server=*/0, pattern);
-  // Everything is posted before anything blocks: sends are rendezvous, so
-  // a server (possibly this endpoint) can only answer once every worker's
-  // pull receive is in place.
-  std::vector<Request> pulls = worker.pull(data);
   const std::vector<int> hosted = layout.hosted_on(comm.rank());
+  std::vector<Request> pulls;
   if (chunk > 0 && hosted.empty()) {
     // Pipelined to servers elsewhere: nothing here has to run meanwhile.
-    worker.push_paced(data);
+    worker.exchange_paced(data);
   } else {
+    // Everything is posted before anything blocks: sends are rendezvous,
+    // so a server (possibly this endpoint) can only answer once every
+    // worker's pull receive is in place.
+    pulls = worker.pull(data);
     // A broadcast's root is its only pusher: its pushes to other hosts go
     // out first, so their servers can answer while its own server's
     // replies take its NIC (no push of another worker is waiting on them).

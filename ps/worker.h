@@ -35,9 +35,11 @@ class PsWorker {
   // chunks: chunk 0 of every shard, then chunk 1 of every shard, ..., so
   // every server can start summing after one chunk per worker.
   std::vector<Request> push(Tensor grad, Hosts hosts = Hosts::any);
-  // The same chunks, one round (a chunk per server) in flight at most:
-  // returns when all have been taken. Only for a worker that hosts no server (it blocks meanwhile).
-  void push_paced(Tensor grad);
+  // push() and pull() of `data` in one pass, one round of pushes (a chunk
+  // per server) and kChunksInFlight rounds of pulls (protocol.h) open at
+  // most: returns when the whole result is in. Only for a worker that
+  // hosts no server (it blocks meanwhile).
+  void exchange_paced(Tensor data);
   // Receives each non-empty shard of the combined result into `out`, in
   // place and in the same chunk order. `out` may be the pushed buffer: a
   // chunk's result can only come back after its server has received this
@@ -46,10 +48,13 @@ class PsWorker {
   void wait(std::vector<Request>& requests) { comm_.wait_all(requests); }
 
  private:
-  // Posts `post(host, data's range part(r), server)` for every chunk r of
-  // every shard of `data` (on `hosts`) whose part is not empty.
+  // Posts `post(host, part(r), server)` for every chunk r of every shard
+  // of `data` (on `hosts`) whose part is not empty.
   template <typename Part, typename Post>
-  std::vector<Request> each_chunk(Tensor data, Part part, Post post, Hosts hosts);
+  std::vector<Request> each_chunk(const Tensor& data, Part part, Post post, Hosts hosts);
+  // Range r of `data` to or from `host`.
+  Request send(int host, const Tensor& data, KeyRange r, Tag tag);
+  Request receive(int host, const Tensor& data, KeyRange r, Tag tag);
   KeyRange pushed(KeyRange r) const;
   KeyRange pulled(KeyRange r) const;
 

@@ -337,6 +337,28 @@ TEST(SimScale, PhantomGigabyteOn256Ranks) {
   EXPECT_EQ(r.traffic[0].bytes_sent, static_cast<std::uint64_t>(2.0 * (n - 1) / n * bytes));
 }
 
+// A pipelined PS posts its pulls, and its server its replies, a few chunks
+// ahead (ps/protocol.h): what a round holds open does not grow with the
+// number of chunks. Posted all at once, 512 chunks would hold 8 x 512
+// pulls open.
+TEST(SimScale, PipelinedPsHoldsAsManyRequestsForAnyNumberOfChunks) {
+  SchemeOptions o;
+  o.workers = 8;
+  o.servers = 1;
+  o.segment_bytes = 1024;
+  auto ps = make_scheme("ps_pipelined", o);
+  const auto peak = [&](std::size_t chunks) {
+    SimRequest req;
+    req.count = chunks * 256;  // f32: 1 KiB chunks
+    req.topology = flat(ps->endpoints(), 10 * kGB, 1e-6);
+    return simulate_allreduce(*ps, req).stats.peak_operations;
+  };
+  const std::uint64_t few = peak(32);
+  const std::uint64_t many = peak(512);
+  EXPECT_GT(few, 8u);
+  EXPECT_EQ(many, few);
+}
+
 // ---- symmetric subsets -------------------------------------------------------
 
 // Each row of `scenario` simulated on every rank, and the same rows with

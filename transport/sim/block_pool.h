@@ -5,6 +5,7 @@
 // instructions instead.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <new>
@@ -24,6 +25,7 @@ class BlockPool {
   }
 
   void* take(std::size_t bytes) {
+    peak_ = std::max(peak_, ++live_);
     if (block_ == 0) block_ = bytes;
     if (bytes != block_ || free_.empty()) return ::operator new(bytes);
     void* b = free_.back();
@@ -31,14 +33,19 @@ class BlockPool {
     return b;
   }
   void give(void* p, std::size_t bytes) {
+    --live_;
     if (bytes != block_) {
       ::operator delete(p);
       return;
     }
     free_.push_back(p);
   }
+  // The most blocks taken and not yet given back at once.
+  std::size_t peak() const { return peak_; }
 
  private:
+  std::size_t live_ = 0;
+  std::size_t peak_ = 0;
   std::size_t block_ = 0;
   std::vector<void*> free_;
 };

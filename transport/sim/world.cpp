@@ -605,6 +605,7 @@ void SimWorld::run(const std::function<void(Comm&)>& body) {
     w.process(e);
   }
   w.fibers.clear();
+  w.stats.peak_operations = w.op_pool.peak();
   if (deadlocked) throw TimeoutError(deadlock);
   if (w.failed_rank >= 0 && errors[static_cast<std::size_t>(w.failed_rank)]) {
     std::rethrow_exception(errors[static_cast<std::size_t>(w.failed_rank)]);

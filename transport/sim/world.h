@@ -44,6 +44,10 @@ struct SimStats {
   std::uint64_t events = 0;         // network and timer events processed
   std::uint64_t messages = 0;       // sends posted
   std::uint64_t context_switches = 0;
+  // The most operations (posted sends and receives) open at once: what a
+  // scheme holds live, which bounded posting keeps independent of the
+  // buffer's length.
+  std::uint64_t peak_operations = 0;
 };
 
 class SimWorld final : public World {
