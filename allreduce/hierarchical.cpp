@@ -126,12 +126,7 @@ class Grouped {
 
 HierarchicalScheme::HierarchicalScheme(SchemeOptions options, const SchemeFactory& make_inner)
     : Scheme(std::move(options)) {
-  const int g = this->options().ranks_per_node;
-  if (g < 1 || workers() % g != 0) {
-    throw ConfigError("ranks_per_node", "must divide the number of workers (" +
-                                            std::to_string(workers()) + "), got " +
-                                            std::to_string(g));
-  }
+  check_whole_nodes(this->options());
   const std::string& name = this->options().inter_algorithm;
   bool known = false;
   std::string names;

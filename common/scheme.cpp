@@ -1,5 +1,7 @@
 #include "common/scheme.h"
 
+#include <string>
+
 #include "common/errors.h"
 
 namespace gradex {
@@ -34,6 +36,15 @@ double Scheme::collective_model_time(Collective c, std::size_t bytes,
                                      const Topology& topology) const {
   if (c != Collective::all_reduce) not_provided(c);
   return model_time(bytes, topology);
+}
+
+void check_whole_nodes(const SchemeOptions& options) {
+  const int g = options.ranks_per_node;
+  if (g < 1 || options.workers % g != 0) {
+    throw ConfigError("ranks_per_node", "must divide the number of workers (" +
+                                            std::to_string(options.workers) + "), got " +
+                                            std::to_string(g));
+  }
 }
 
 bool shards_training(const Scheme& s) {

@@ -95,9 +95,14 @@ class Scheme {
   // plan can refuse what will not fit in memory before it runs (auto's
   // copy of the input while it measures).
   virtual int scratch_buffers() const { return 0; }
-  // True when the endpoints after the workers are a switch's ports that
-  // sum (Topology::first_switch_port): the run's topology puts them there.
-  virtual bool reduces_in_network() const { return false; }
+  // Whether the endpoints after the workers are the ports of switches that
+  // sum (Topology::switches), which the run's topology puts there: none;
+  // one switch, inside the node or across nodes (in_network); or a switch
+  // inside every node and then one across the nodes, the workers' count
+  // of ports each (in_network_hierarchical).
+  enum class ReducingSwitches { none, one, per_node_and_across };
+  virtual ReducingSwitches reducing_switches() const { return ReducingSwitches::none; }
+  bool reduces_in_network() const { return reducing_switches() != ReducingSwitches::none; }
   // True when options().segment_bytes shapes how the buffer moves (a
   // pipeline of segments): auto then also picks the segment size.
   virtual bool segmented() const { return false; }
@@ -117,6 +122,10 @@ class Scheme {
 
 // Splits `count` elements into `parts` contiguous blocks whose sizes differ
 // by at most one (the first count % parts blocks get the extra element).
+// Throws ConfigError naming "ranks_per_node" unless it divides the workers
+// into whole nodes (the schemes with a level per node).
+void check_whole_nodes(const SchemeOptions& options);
+
 // Whether ZeRO's training can shard over `s`: it provides reduce_scatter
 // and all_gather (a PS's dedicated servers replay the workers' exchanges
 // in their order, train/trainer.cpp).

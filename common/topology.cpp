@@ -60,8 +60,8 @@ double Topology::egress_capacity() const {
   double total = 0;
   for (int e = 0; e < endpoints(); ++e) {
     // A switch's port sends at the switch's rate, whichever node it is on.
-    if (switch_port(e)) {
-      total += switch_link.bytes_per_second;
+    if (const ReducingSwitch* s = switch_of(e)) {
+      total += s->link.bytes_per_second;
       continue;
     }
     const int n = node_of[static_cast<std::size_t>(e)];
@@ -81,7 +81,7 @@ int Topology::leaf_of(int endpoint) const {
   if (nodes_per_leaf <= 0) return -1;
   // A switch that sums across nodes is the spine's; one inside a node
   // (NVLS) is under its node's leaf.
-  if (switch_port(endpoint) && !same_node(endpoint, 0)) return -1;
+  if (const ReducingSwitch* s = switch_of(endpoint); s != nullptr && !s->in_node) return -1;
   return node_of.at(static_cast<std::size_t>(endpoint)) / nodes_per_leaf;
 }
 
@@ -99,12 +99,18 @@ std::vector<double> Topology::leaf_rates() const {
   return rate;
 }
 
-void Topology::make_switch(int first, LinkSpec link, bool in_node) {
-  GRADEX_ENFORCE(first >= 1 && first <= endpoints(), "switch ports from ", first, " of ", endpoints());
-  first_switch_port = first;
-  switch_link = std::move(link);
+void Topology::add_switch(int first, int ports, LinkSpec link, bool in_node) {
+  GRADEX_ENFORCE(first >= 1 && ports >= 1 && first + ports <= endpoints(), "switch ports ", first,
+                 " to ", first + ports, " of ", endpoints());
+  GRADEX_ENFORCE(!in_node || ports <= first, "a switch inside nodes has a port per GPU at most");
+  for (const ReducingSwitch& s : switches) {
+    GRADEX_ENFORCE(first >= s.first + s.ports || first + ports <= s.first, "switch ports overlap");
+  }
+  switches.push_back({first, ports, std::move(link), in_node});
   if (in_node) {
-    for (int e = first; e < endpoints(); ++e) node_of[static_cast<std::size_t>(e)] = node_of.front();
+    for (int i = 0; i < ports; ++i) {
+      node_of[static_cast<std::size_t>(first + i)] = node_of[static_cast<std::size_t>(i)];
+    }
   }
 }
 

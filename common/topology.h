@@ -67,14 +67,21 @@ struct Topology {
   LinkSpec intra;            // between endpoints of one node
   LinkSpec inter;            // between nodes
   bool nic_per_node = false; // inter-node NIC shared by the node's endpoints
-  // In-network reduction (the in_network scheme): the endpoints from
-  // first_switch_port on are the ports of a switch that sums what reaches
-  // it (NVLS inside an NVSwitch node, SHARP in an InfiniBand switch). A
-  // message to or from one crosses `switch_link`, whose rate is what the
-  // switch reduces per port; the GPU's side is its own port of the node's
-  // link (a switch on its node) or its NIC. -1: no switch.
-  int first_switch_port = -1;
-  LinkSpec switch_link;
+  // In-network reduction (the in_network schemes): the ports of switches
+  // that sum what reaches them (NVLS inside an NVSwitch node, SHARP in an
+  // InfiniBand switch), each a range of endpoints after the workers. A
+  // message to or from a port crosses its switch's `link`, whose rate is
+  // what the switch reduces per port; the GPU's side is its own port of
+  // the node's link (a switch on its node) or its NIC.
+  struct ReducingSwitch {
+    int first = 0;  // its ports are endpoints [first, first + ports)
+    int ports = 0;
+    LinkSpec link;
+    // Inside nodes (NVLS): port first + i sits on endpoint i's node. Across
+    // nodes (SHARP): each port is a node of its own, reached through NICs.
+    bool in_node = false;
+  };
+  std::vector<ReducingSwitch> switches;
   // A second tier (leaf/spine), when nodes_per_leaf > 0: nodes in groups
   // of nodes_per_leaf (in node order) under one leaf switch, whose uplink
   // to the spine carries what the leaf's NICs can send divided by
@@ -89,16 +96,27 @@ struct Topology {
   int endpoints() const { return static_cast<int>(node_of.size()); }
   int nodes() const;
   bool same_node(int a, int b) const { return node_of.at(a) == node_of.at(b); }
-  bool switch_port(int e) const { return first_switch_port >= 0 && e >= first_switch_port; }
+  // The switch whose port `e` is; nullptr for a GPU (or any endpoint of a
+  // topology without switches).
+  const ReducingSwitch* switch_of(int e) const {
+    for (const ReducingSwitch& s : switches) {
+      if (e >= s.first && e < s.first + s.ports) return &s;
+    }
+    return nullptr;
+  }
+  bool switch_port(int e) const { return switch_of(e) != nullptr; }
   const LinkSpec& link(int a, int b) const {
-    if (switch_port(a) || switch_port(b)) return switch_link;
+    if (!switches.empty()) {
+      if (const ReducingSwitch* s = switch_of(a)) return s->link;
+      if (const ReducingSwitch* s = switch_of(b)) return s->link;
+    }
     return same_node(a, b) ? intra : inter;
   }
   // The rate of `endpoint`'s port toward `peer` (bytes/s, 0: unlimited):
   // the link's, except that a switch's port runs at the switch's and a
   // GPU's port toward a switch at its own link's (NVLink, or its NIC).
   double port_rate(int endpoint, int peer) const {
-    if (switch_port(endpoint)) return switch_link.bytes_per_second;
+    if (const ReducingSwitch* s = switch_of(endpoint)) return s->link.bytes_per_second;
     return (same_node(endpoint, peer) ? intra : inter).bytes_per_second;
   }
   bool shaped() const { return !intra.unlimited() || !inter.unlimited(); }
@@ -118,10 +136,11 @@ struct Topology {
   // more nodes): the denominator of utilisation. 0 when unshaped.
   double egress_capacity() const;
 
-  // Makes endpoints [first, endpoints()) the ports of a switch that sums,
-  // at `link`: moved onto node 0, the GPUs' own, when `in_node` (NVLS),
-  // else left on their nodes (SHARP, reached through the GPUs' NICs).
-  void make_switch(int first, LinkSpec link, bool in_node);
+  // Makes endpoints [first, first + ports) the ports of a switch that sums,
+  // at `link`: port first + i moved onto endpoint i's node when `in_node`
+  // (NVLS: with one node of GPUs, all on it), else left on nodes of their
+  // own (SHARP, reached through the GPUs' NICs).
+  void add_switch(int first, int ports, LinkSpec link, bool in_node);
 
   // `workers` endpoints in nodes of `per_node`, then `servers` endpoints on
   // dedicated machines of their own (one node each).

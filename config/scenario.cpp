@@ -135,7 +135,7 @@ LinkSpec read_link(JsonReader& parent, const std::string& key, bool& present) {
 // would be overridden or would contradict it, so it is refused.
 void read_node(JsonReader& net, const JsonReader& root, Scenario& s) {
   const NodePreset& node = find_node_preset(net.string("node", ""), net.child("node"));
-  for (const char* key : {"intra_node", "inter_node", "nic_per_node"}) {
+  for (const char* key : {"intra_node", "inter_node", "nic_per_node", "node_switch"}) {
     if (net.has(key)) {
       throw ConfigError(net.child(key), "the node preset '" + std::string(node.name) +
                                             "' fixes it: give the node or the links, not both");
@@ -153,7 +153,7 @@ void read_node(JsonReader& net, const JsonReader& root, Scenario& s) {
   s.network.inter_node = find_link_preset(node.inter_node, net.child("node"));
   s.network.nic_per_node = node.nic_per_node;
   if (!node.reducing_switch.empty()) {
-    s.network.reducing_switch = find_link_preset(node.reducing_switch, net.child("node"));
+    s.network.node_switch = find_link_preset(node.reducing_switch, net.child("node"));
   }
 }
 
@@ -318,14 +318,12 @@ Scenario parse_scenario(const nlohmann::json& document) {
       s.network.inter_node = read_link(net, "inter_node", s.network.shaped);
       s.network.nic_per_node = net.boolean("nic_per_node", false);
     }
-    // The switch that sums for in_network: given here, it overrides a node
-    // preset's (a SHARP switch between DGX H100 nodes, say).
-    bool given = false;
-    const LinkSpec reducing = read_link(net, "switch", given);
-    if (given) {
-      s.network.reducing_switch = reducing;
-      s.network.switch_given = true;
-    }
+    // The switches that sum for the in_network schemes: inside each node
+    // (a node preset fixes it), and across nodes (a SHARP switch between
+    // DGX H100 nodes, say), which on one node overrides the node's.
+    const LinkSpec node_switch = read_link(net, "node_switch", s.network.node_switch_given);
+    if (s.network.node_switch_given) s.network.node_switch = node_switch;
+    s.network.reducing_switch = read_link(net, "switch", s.network.switch_given);
     if (net.has("spine")) {
       JsonReader spine = net.object("spine");
       s.network.nodes_per_leaf =
@@ -385,21 +383,48 @@ Topology scenario_topology(const Scenario& s, int workers, int endpoints) {
 
 Topology scenario_topology(const Scenario& s, const Scheme& scheme, int workers) {
   Topology t = scenario_topology(s, workers, scheme.endpoints());
-  if (!scheme.reduces_in_network()) return t;
-  const bool one_node = workers <= s.ranks_per_node;
-  // A node preset's switch sums inside the node only.
-  const bool have_switch =
-      (one_node || s.network.switch_given) && !s.network.reducing_switch.unlimited();
-  if (s.network.shaped && !have_switch) {
-    throw ConfigError("/network/switch",
-                      one_node ? "in_network needs a switch that sums: give network.switch (e.g. "
-                                 "\"h100_nvls\") or a node preset whose switch does"
-                               : "in_network across nodes needs the switch between them that "
-                                 "sums: give network.switch (e.g. \"ib_ndr_sharp\")");
+  const int per_node = s.ranks_per_node;
+  const bool one_node = workers <= per_node;
+  const LinkSpec& across = s.network.reducing_switch;
+  const LinkSpec& inside = s.network.node_switch;
+  const auto refuse = [](const std::string& field, const std::string& why) {
+    throw ConfigError(field, why);
+  };
+  switch (scheme.reducing_switches()) {
+    case Scheme::ReducingSwitches::none: return t;
+    case Scheme::ReducingSwitches::one: {
+      // On one node the node's switch sums (network.switch, when given,
+      // stands for it); across nodes only network.switch can.
+      const LinkSpec& used = one_node && !s.network.switch_given ? inside : across;
+      if (s.network.shaped && used.unlimited()) {
+        refuse("/network/switch",
+               one_node ? "in_network needs a switch that sums: give network.switch (e.g. "
+                          "\"h100_nvls\") or a node preset whose switch does"
+                        : "in_network across nodes needs the switch between them that "
+                          "sums: give network.switch (e.g. \"ib_ndr_sharp\")");
+      }
+      // NVLS: the switch is the GPUs' own node's; SHARP: a switch of its
+      // own, reached through each GPU's NIC.
+      t.add_switch(workers, scheme.endpoints() - workers, used, one_node);
+      return t;
+    }
+    case Scheme::ReducingSwitches::per_node_and_across: {
+      // A level with one member moves nothing and needs no switch.
+      if (s.network.shaped && per_node > 1 && inside.unlimited()) {
+        refuse("/network/node_switch",
+               "in_network_hierarchical needs a switch that sums inside each node: give "
+               "network.node_switch (e.g. \"h100_nvls\") or a node preset whose switch does");
+      }
+      if (s.network.shaped && !one_node && across.unlimited()) {
+        refuse("/network/switch",
+               "in_network_hierarchical needs the switch between the nodes that sums: give "
+               "network.switch (e.g. \"ib_ndr_sharp\")");
+      }
+      t.add_switch(workers, workers, inside, /*in_node=*/true);
+      t.add_switch(2 * workers, workers, across, /*in_node=*/false);
+      return t;
+    }
   }
-  // NVLS: the switch is the GPUs' own node's; SHARP: a switch of its own,
-  // reached through each GPU's NIC.
-  t.make_switch(workers, s.network.reducing_switch, one_node);
   return t;
 }
 

@@ -34,8 +34,12 @@ struct NetworkConfig {
   LinkSpec inter_node;
   bool nic_per_node = false;
   std::string node;  // the node preset the network came from, if any
-  // The switch that sums for in_network (network.switch, or the node
-  // preset's NVLS switch); unlimited when neither gives one.
+  // The switches that sum, for the in_network schemes: the one inside each
+  // node (network.node_switch, or the node preset's NVLS switch) and the
+  // one across nodes (network.switch, which on one node stands for the
+  // node's); unlimited when not given.
+  LinkSpec node_switch;
+  bool node_switch_given = false;  // network.node_switch was written
   LinkSpec reducing_switch;
   bool switch_given = false;  // network.switch was written
   // network.spine: a second, leaf/spine tier (common/topology.h);

@@ -27,7 +27,9 @@ class ParameterServerScheme final : public Scheme {
   // how a switch that reduces at line rate on every port behaves.
   explicit ParameterServerScheme(SchemeOptions options, bool pipelined = false,
                                  bool in_network = false);
-  bool reduces_in_network() const override { return in_network_; }
+  ReducingSwitches reducing_switches() const override {
+    return in_network_ ? ReducingSwitches::one : ReducingSwitches::none;
+  }
   bool segmented() const override { return pipelined_; }
 
   const ServerLayout& layout() const { return layout_; }

@@ -192,8 +192,9 @@ RunPlan plan_runs(Scenario scenario) {
       if (scenario.ps_servers < 1) {
         throw ConfigError("/ps/servers", "PS consistency training needs at least one server");
       }
-      if (scenario.network.switch_given) {
-        throw ConfigError("/network/switch", "applies to in_network, not to PS consistency training");
+      if (scenario.network.switch_given || scenario.network.node_switch_given) {
+        throw ConfigError(scenario.network.switch_given ? "/network/switch" : "/network/node_switch",
+                          "applies to the in_network schemes, not to PS consistency training");
       }
       // Its runs are (workers, consistency model), through its own servers.
       plan.scenario = std::move(scenario);
@@ -247,7 +248,22 @@ RunPlan plan_runs(Scenario scenario) {
   if (scenario.network.switch_given &&
       std::none_of(plan.runs.begin(), plan.runs.end(),
                    [](const PlannedRun& r) { return r.instance->reduces_in_network(); })) {
-    throw ConfigError("/network/switch", "applies to in_network, which this scenario does not run");
+    throw ConfigError("/network/switch",
+                      "applies to the in_network schemes, which this scenario does not run");
+  }
+  // The switch inside each node sums for in_network_hierarchical, and for
+  // in_network on one node when network.switch does not stand for it.
+  const auto uses_node_switch = [&](const PlannedRun& r) {
+    const auto levels = r.instance->reducing_switches();
+    return levels == Scheme::ReducingSwitches::per_node_and_across ||
+           (levels == Scheme::ReducingSwitches::one && r.workers <= scenario.ranks_per_node &&
+            !scenario.network.switch_given);
+  };
+  if (scenario.network.node_switch_given &&
+      std::none_of(plan.runs.begin(), plan.runs.end(), uses_node_switch)) {
+    throw ConfigError("/network/node_switch",
+                      "applies to in_network_hierarchical, and to in_network on one node "
+                      "without network.switch: this scenario runs neither");
   }
   if (plan.runs.empty() && !scenario.workers.empty()) {
     throw ConfigError("/collective", "no scheme here provides \"" +

@@ -12,6 +12,7 @@
 #include "common/errors.h"
 #include "common/spelling.h"
 #include "common/units.h"
+#include "ps/in_network_hierarchical.h"
 #include "ps/parameter_server.h"
 #include "schemes/auto_scheme.h"
 
@@ -76,6 +77,11 @@ std::vector<SchemeEntry> build_registry() {
                  return std::make_unique<ParameterServerScheme>(o, /*pipelined=*/true,
                                                                 /*in_network=*/true);
                }});
+  r.push_back({"in_network_hierarchical",
+               "in-network reduction at two levels (NVLS inside each node, SHARP across the "
+               "nodes): a node's switch sums its GPUs, a switch between the nodes sums each "
+               "GPU's share of that across them, and the node's switch spreads the result",
+               [](SchemeOptions o) { return std::make_unique<InNetworkHierarchicalScheme>(o); }});
   r.push_back({"ps_colocated", "parameter server with its servers spread over the workers",
                [](SchemeOptions o) {
                  o.placement = ServerPlacement::colocated;

@@ -246,7 +246,7 @@ TEST(LinkShaper, ASwitchPortRunsAtTheSwitchsRate) {
   // Two GPUs at 1 MB/s each, a switch summing at 0.5 MB/s per port: a
   // GPU's 1 MB leaves its own port in a second and is taken in two.
   Topology t = Topology::grouped(2, 2, 2, {1e6, 0}, {1e6, 0});
-  t.make_switch(2, {0.5e6, 0}, /*in_node=*/true);
+  t.add_switch(2, 2, {0.5e6, 0}, /*in_node=*/true);
   EXPECT_TRUE(t.same_node(0, 3));
   LinkShaper shaper(t);
   const auto push = shaper.reserve(0, 2, 1'000'000, 0.0);

@@ -191,7 +191,9 @@ TEST(Scenario, InNetworkReductionNeedsASwitchThatSums) {
   ASSERT_EQ(one.runs.size(), 1u);
   const Topology nvls = scenario_topology(one.scenario, *one.runs[0].instance, 8);
   EXPECT_EQ(nvls.endpoints(), 16);
-  EXPECT_EQ(nvls.first_switch_port, 8);
+  ASSERT_EQ(nvls.switches.size(), 1u);
+  EXPECT_EQ(nvls.switches[0].first, 8);
+  EXPECT_EQ(nvls.switches[0].ports, 8);
   EXPECT_TRUE(nvls.same_node(0, 15));  // in the node's NVSwitch
   EXPECT_DOUBLE_EQ(nvls.link(0, 8).bytes_per_second,
                    find_link_preset("h100_nvls", "").bytes_per_second);

@@ -281,7 +281,7 @@ TEST(ModelVsSim, InNetworkReductionTakesSOverTheSlowerPort) {
       SimRequest req;
       req.count = static_cast<std::size_t>(gib / 4);
       req.topology = Topology::grouped(8, o.ranks_per_node, 8, {450 * kGB, 0}, {50 * kGB, 0});
-      req.topology.make_switch(8, {switch_rate, 0}, in_node);
+      req.topology.add_switch(8, 8, {switch_rate, 0}, in_node);
       const double sim = simulate_allreduce(*scheme, req).seconds;
       const double link = in_node ? 450 * kGB : 50 * kGB;
       const double ideal = gib / std::min(link, switch_rate);

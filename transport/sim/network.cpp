@@ -37,14 +37,13 @@ Network::Network(Topology topology, Scheduler schedule)
   // A switch's ports take what the switch reduces per port: on the GPUs'
   // node (NVLS) their intra ports carry it, on a node of their own (SHARP)
   // their NICs.
-  if (topology_.first_switch_port >= 0) {
-    const double rate = topology_.switch_link.bytes_per_second;
-    for (int s = topology_.first_switch_port; s < e; ++s) {
-      const bool own_node = !topology_.same_node(s, 0);
+  for (const Topology::ReducingSwitch& sw : topology_.switches) {
+    const double rate = sw.link.bytes_per_second;
+    for (int s = sw.first; s < sw.first + sw.ports; ++s) {
       const int owner = topology_.nic_per_node ? topology_.node_of.at(s) : s;
       ports_[static_cast<std::size_t>(s)].capacity = rate;
       ports_[static_cast<std::size_t>(e + s)].capacity = rate;
-      if (!own_node) continue;
+      if (sw.in_node) continue;
       ports_[static_cast<std::size_t>(2 * e + owner)].capacity = rate;
       ports_[static_cast<std::size_t>(2 * e + inter_owners_ + owner)].capacity = rate;
     }

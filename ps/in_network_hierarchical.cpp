@@ -1,0 +1,448 @@
+#include "ps/in_network_hierarchical.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <deque>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/cost_model.h"
+#include "common/errors.h"
+
+namespace gradex {
+
+namespace {
+
+// One tag per hop, so that each (peer, tag) queue carries one kind of
+// message, chunk after chunk in order.
+constexpr Tag kContribution = 0;  // GPU -> its node switch's port
+constexpr Tag kNodeSum = 1;       // node port j -> local rank j
+constexpr Tag kToRail = 2;        // local rank l -> rail l's ports
+constexpr Tag kRailSum = 3;       // rail l's ports -> every node's local rank l
+constexpr Tag kFinished = 4;      // local rank l -> node port l
+constexpr Tag kSpread = 5;        // node port j -> the node's GPUs
+
+// Chunks a GPU keeps under way. A chunk's six hops take about four times
+// the busiest port's time per chunk on a DGX H100 (the NVLS and NDR
+// presets, 1 MiB segments), so fewer leave that port idle; more put chunks
+// side by side on the same ports, where fair sharing makes them all late
+// (simulated, 32 GPUs at 256 MiB: 1.61 ms with 4, 1.42 with 6, 1.44 with
+// 8, 1.55 with 16, 1.96 with 32).
+constexpr std::size_t kChunksUnderWay = 8;
+
+struct Part {
+  std::size_t offset = 0;
+  std::size_t count = 0;
+};
+
+// Who is where, and which elements each chunk, piece and sub-piece holds
+// (the same on every endpoint, so an empty part is skipped on both sides).
+struct Layout {
+  Layout(std::size_t count, DType dtype, std::size_t segment_bytes, int workers, int per_node)
+      : w(workers),
+        g(per_node),
+        m(workers / per_node),
+        count(count),
+        per_chunk(static_cast<std::size_t>(per_node) *
+                  std::max<std::size_t>(1, segment_bytes / dtype_size(dtype))),
+        chunks((count + per_chunk - 1) / per_chunk) {}
+
+  int w, g, m;
+  std::size_t count;
+  std::size_t per_chunk;  // elements
+  std::size_t chunks;
+
+  Part chunk(std::size_t c) const {
+    const std::size_t begin = c * per_chunk;
+    return {begin, std::min(count, begin + per_chunk) - begin};
+  }
+  Part piece(std::size_t c, int j) const {
+    const Part whole = chunk(c);
+    const BlockSplit split{whole.count, static_cast<std::size_t>(g)};
+    const auto at = static_cast<std::size_t>(j);
+    return {whole.offset + split.offset(at), split.size(at)};
+  }
+  Part sub(std::size_t c, int l, int i) const {
+    const Part whole = piece(c, l);
+    const BlockSplit split{whole.count, static_cast<std::size_t>(m)};
+    const auto at = static_cast<std::size_t>(i);
+    return {whole.offset + split.offset(at), split.size(at)};
+  }
+  int node_port(int worker) const { return w + worker; }
+  int rail_port(int local, int i) const { return 2 * w + local * m + i; }
+  int worker(int node, int local) const { return node * g + local; }
+};
+
+// A port's memory: a slot per chunk that can be under way at once (the
+// GPUs' window plus the one being summed), reused round-robin. A slot's
+// sends must be done before it takes another chunk.
+class Slots {
+ public:
+  Slots(bool phantom, std::size_t elements, DType dtype)
+      : dtype_(dtype), bytes_(phantom ? 0 : elements * dtype_size(dtype)),
+        memory_(kCount * bytes_), sends_(kCount) {}
+  static constexpr std::size_t kCount = kChunksUnderWay + 1;
+
+  Tensor of(std::size_t chunk, std::size_t count) {
+    std::byte* base = bytes_ == 0 ? nullptr : memory_.data() + (chunk % kCount) * bytes_;
+    return Tensor{base, count, dtype_};
+  }
+  std::vector<Request>& sends(std::size_t chunk) { return sends_[chunk % kCount]; }
+  void wait(Comm& comm, std::size_t chunk) {
+    comm.wait_all(sends(chunk));
+    sends(chunk).clear();
+  }
+  void wait_all(Comm& comm) {
+    for (std::size_t c = 0; c < kCount; ++c) wait(comm, c);
+  }
+
+ private:
+  DType dtype_;
+  std::size_t bytes_;
+  std::vector<std::byte> memory_;
+  std::vector<std::vector<Request>> sends_;
+};
+
+// Receives every source's `sum` into `acc`, the first copied, the others
+// combined one at a time (two receive-reduces into one range would
+// overlap). `serve` runs whenever `pending` completes meanwhile.
+template <typename Serve>
+void sum_into(Comm& comm, const std::vector<int>& sources, Tensor acc, ReduceOp combine, Tag tag,
+              Request* pending, Serve serve) {
+  for (std::size_t s = 0; s < sources.size(); ++s) {
+    Request incoming = s == 0 ? comm.irecv(sources[s], acc.data, acc.bytes(), tag)
+                              : comm.irecv_reduce(sources[s], acc, combine, tag);
+    while (true) {
+      if (pending == nullptr || !pending->pending()) {
+        comm.wait(incoming);
+        break;
+      }
+      Request both[2] = {std::move(incoming), std::move(*pending)};
+      const std::size_t done = comm.wait_any(both);
+      incoming = std::move(both[0]);
+      *pending = std::move(both[1]);
+      if (done == 0) break;
+      pending = serve();
+    }
+  }
+}
+
+// Local rank l of node k: its chunks under way, at most kChunksUnderWay.
+void run_gpu(Comm& comm, const Layout& at, Tensor data) {
+  const int r = comm.rank();
+  const int k = r / at.g;
+  const int l = r % at.g;
+  const auto slice = [&](Part p) { return data.slice(p.offset, p.count); };
+  struct Chunk {
+    std::vector<Request> sends;
+    std::size_t rail_left = 0;
+    std::size_t spread_left = 0;
+    bool summed = false;
+  };
+  std::vector<Chunk> chunks(at.chunks);
+  // The next message each hop waits for, oldest chunk first.
+  std::deque<std::pair<std::size_t, Request>> node_sums, rail_sums, spreads;
+
+  // Piece l of chunk c holds the sum over every GPU: back to the node.
+  const auto summed = [&](std::size_t c) {
+    chunks[c].summed = true;
+    const Part mine = at.piece(c, l);
+    if (at.g > 1 && mine.count > 0) {
+      const Tensor t = slice(mine);
+      chunks[c].sends.push_back(comm.isend(at.node_port(r), t.data, t.bytes(), kFinished));
+    }
+  };
+  // Piece l of chunk c holds the node's sum: across the nodes on rail l.
+  const auto node_summed = [&](std::size_t c) {
+    Chunk& ch = chunks[c];
+    if (at.m > 1) {
+      for (int i = 0; i < at.m; ++i) {
+        const Part p = at.sub(c, l, i);
+        if (p.count == 0) continue;
+        const Tensor t = slice(p);
+        ch.sends.push_back(comm.isend(at.rail_port(l, i), t.data, t.bytes(), kToRail));
+        rail_sums.emplace_back(c, comm.irecv(at.rail_port(l, i), t.data, t.bytes(), kRailSum));
+        ++ch.rail_left;
+      }
+    }
+    if (ch.rail_left == 0) summed(c);
+  };
+  // Every receive of chunk c lands in place: a port answers only after it
+  // has taken this GPU's send of the same elements.
+  const auto start = [&](std::size_t c) {
+    Chunk& ch = chunks[c];
+    if (at.g > 1) {
+      for (int j = 0; j < at.g; ++j) {
+        const Part p = at.piece(c, j);
+        if (p.count == 0) continue;
+        const Tensor t = slice(p);
+        const int port = at.node_port(at.worker(k, j));
+        ch.sends.push_back(comm.isend(port, t.data, t.bytes(), kContribution));
+        spreads.emplace_back(c, comm.irecv(port, t.data, t.bytes(), kSpread));
+        ++ch.spread_left;
+      }
+      if (at.m == 1) {
+        ch.summed = true;  // one node: its switch spreads the sum at once
+        return;
+      }
+      if (const Part mine = at.piece(c, l); mine.count > 0) {
+        const Tensor t = slice(mine);
+        node_sums.emplace_back(c, comm.irecv(at.node_port(r), t.data, t.bytes(), kNodeSum));
+        return;
+      }
+    }
+    node_summed(c);  // nothing to sum inside the node
+  };
+
+  std::size_t started = 0;
+  std::size_t oldest = 0;  // the oldest chunk not finished here
+  while (true) {
+    // Retire finished chunks and start new ones, until neither can go on
+    // (a chunk with nothing to move finishes as it starts).
+    for (bool moved = true; moved;) {
+      moved = false;
+      while (oldest < started && chunks[oldest].summed && chunks[oldest].spread_left == 0) {
+        comm.wait_all(chunks[oldest].sends);
+        chunks[oldest].sends = {};
+        ++oldest;
+        moved = true;
+      }
+      while (started < at.chunks && started < oldest + kChunksUnderWay) {
+        start(started++);
+        moved = true;
+      }
+    }
+    if (oldest == at.chunks) break;
+    // Whichever hop's next message comes first.
+    std::deque<std::pair<std::size_t, Request>>* queues[] = {&node_sums, &rail_sums, &spreads};
+    std::vector<Request> fronts;
+    std::vector<int> from;
+    for (int q = 0; q < 3; ++q) {
+      if (queues[q]->empty()) continue;
+      fronts.push_back(std::move(queues[q]->front().second));
+      from.push_back(q);
+    }
+    GRADEX_ENFORCE(!fronts.empty(), "in_network_hierarchical: rank ", r, " waits for nothing");
+    const std::size_t done = comm.wait_any(fronts);
+    for (std::size_t i = 0; i < fronts.size(); ++i) {
+      if (i != done) queues[from[i]]->front().second = std::move(fronts[i]);
+    }
+    auto& queue = *queues[from[done]];
+    const std::size_t c = queue.front().first;
+    queue.pop_front();
+    switch (from[done]) {
+      case 0: node_summed(c); break;
+      case 1:
+        if (--chunks[c].rail_left == 0) summed(c);
+        break;
+      default: --chunks[c].spread_left; break;
+    }
+  }
+}
+
+// Port j of node k's switch: sums piece j of every chunk over the node's
+// GPUs, hands the sum to local rank j, and multicasts what comes back.
+void run_node_port(Comm& comm, const Layout& at, int worker, DType dtype, ReduceOp combine) {
+  if (at.g == 1) return;
+  const int k = worker / at.g;
+  const int j = worker % at.g;
+  std::vector<int> gpus;
+  for (int l = 0; l < at.g; ++l) gpus.push_back(at.worker(k, l));
+  Slots slots(comm.phantom_payloads(), at.piece(0, j).count, dtype);
+  std::deque<std::pair<std::size_t, Request>> finished;  // chunks whose sum is away
+  // The oldest chunk whose sum has come back: to every GPU of the node.
+  const auto spread = [&]() -> Request* {
+    const std::size_t c = finished.front().first;
+    finished.pop_front();
+    const Tensor t = slots.of(c, at.piece(c, j).count);
+    for (int gpu : gpus) slots.sends(c).push_back(comm.isend(gpu, t.data, t.bytes(), kSpread));
+    return finished.empty() ? nullptr : &finished.front().second;
+  };
+  for (std::size_t c = 0; c < at.chunks; ++c) {
+    const Part p = at.piece(c, j);
+    if (p.count == 0) continue;
+    // The slot's last chunk must have been spread, and its sends done.
+    while (!finished.empty() && finished.front().first + Slots::kCount <= c) {
+      comm.wait(finished.front().second);
+      spread();
+    }
+    slots.wait(comm, c);
+    const Tensor acc = slots.of(c, p.count);
+    sum_into(comm, gpus, acc, combine, kContribution,
+             finished.empty() ? nullptr : &finished.front().second, spread);
+    if (at.m == 1) {  // one node: the node's sum is the sum
+      for (int gpu : gpus) slots.sends(c).push_back(comm.isend(gpu, acc.data, acc.bytes(), kSpread));
+      continue;
+    }
+    slots.sends(c).push_back(comm.isend(worker, acc.data, acc.bytes(), kNodeSum));
+    finished.emplace_back(c, comm.irecv(worker, acc.data, acc.bytes(), kFinished));
+  }
+  while (!finished.empty()) {
+    comm.wait(finished.front().second);
+    spread();
+  }
+  slots.wait_all(comm);
+}
+
+// Port i of rail l on the switch between the nodes: sums sub-piece i of
+// piece l of every chunk over the nodes and sends it back to each.
+void run_rail_port(Comm& comm, const Layout& at, int l, int i, DType dtype, ReduceOp combine) {
+  if (at.m == 1) return;
+  std::vector<int> gpus;
+  for (int k = 0; k < at.m; ++k) gpus.push_back(at.worker(k, l));
+  Slots slots(comm.phantom_payloads(), at.sub(0, l, i).count, dtype);
+  for (std::size_t c = 0; c < at.chunks; ++c) {
+    const Part p = at.sub(c, l, i);
+    if (p.count == 0) continue;
+    slots.wait(comm, c);
+    const Tensor acc = slots.of(c, p.count);
+    sum_into(comm, gpus, acc, combine, kToRail, nullptr, [] { return nullptr; });
+    for (int gpu : gpus) slots.sends(c).push_back(comm.isend(gpu, acc.data, acc.bytes(), kRailSum));
+  }
+  slots.wait_all(comm);
+}
+
+// Every hop's flows for the largest chunk (chunk 0), hop by hop.
+std::vector<std::vector<Flow>> hops(const Layout& at, double elem) {
+  std::vector<std::vector<Flow>> hop(6);
+  const auto bytes = [&](Part p) { return static_cast<double>(p.count) * elem; };
+  for (int r = 0; r < at.w; ++r) {
+    const int k = r / at.g;
+    const int l = r % at.g;
+    if (at.g > 1) {
+      for (int j = 0; j < at.g; ++j) {
+        const double b = bytes(at.piece(0, j));
+        if (b == 0) continue;
+        hop[0].push_back({r, at.node_port(at.worker(k, j)), b});
+        hop[5].push_back({at.node_port(at.worker(k, j)), r, b});
+      }
+      if (const double b = bytes(at.piece(0, l)); b > 0 && at.m > 1) {
+        hop[1].push_back({at.node_port(r), r, b});
+        hop[4].push_back({r, at.node_port(r), b});
+      }
+    }
+    if (at.m > 1) {
+      for (int i = 0; i < at.m; ++i) {
+        const double b = bytes(at.sub(0, l, i));
+        if (b == 0) continue;
+        hop[2].push_back({r, at.rail_port(l, i), b});
+        hop[3].push_back({at.rail_port(l, i), r, b});
+      }
+    }
+  }
+  return hop;
+}
+
+// The same links without their per-message costs: what a chunk's bytes
+// take once the pipeline is full.
+Topology without_delays(Topology t) {
+  const auto strip = [](LinkSpec& link) {
+    link.latency_seconds = 0;
+    for (LinkProtocol& p : link.protocols) p.overhead_seconds = 0;
+  };
+  strip(t.intra);
+  strip(t.inter);
+  for (Topology::ReducingSwitch& s : t.switches) strip(s.link);
+  return t;
+}
+
+}  // namespace
+
+InNetworkHierarchicalScheme::InNetworkHierarchicalScheme(SchemeOptions options)
+    : Scheme(std::move(options)) {
+  check_whole_nodes(this->options());
+}
+
+void InNetworkHierarchicalScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
+  GRADEX_ENFORCE_EQ(comm.size(), endpoints(), "in_network_hierarchical group size");
+  const Layout at(data.count, data.dtype, options().segment_bytes, workers(),
+                  options().ranks_per_node);
+  const ReduceOp combine = combining_op(op);
+  const int me = comm.rank();
+  if (me < at.w) {
+    GRADEX_ENFORCE(!data.phantom() || comm.phantom_payloads(), "a worker needs its gradient, rank ",
+                   me);
+    run_gpu(comm, at, data);
+    finish_reduce(data, op, workers());
+  } else if (me < 2 * at.w) {
+    run_node_port(comm, at, me - at.w, data.dtype, combine);
+  } else {
+    const int q = me - 2 * at.w;
+    run_rail_port(comm, at, q / at.m, q % at.m, data.dtype, combine);
+  }
+}
+
+Traffic InNetworkHierarchicalScheme::expected_traffic(int endpoint, std::size_t count,
+                                                      DType dtype) const {
+  GRADEX_ENFORCE(endpoint >= 0 && endpoint < endpoints(), "endpoint ", endpoint);
+  const Layout at(count, dtype, options().segment_bytes, workers(), options().ranks_per_node);
+  const std::uint64_t elem = dtype_size(dtype);
+  Traffic t;
+  const auto sent = [&](Part p, std::uint64_t times) {
+    t.bytes_sent += times * p.count * elem;
+    t.messages_sent += p.count > 0 ? times : 0;
+  };
+  const auto received = [&](Part p, std::uint64_t times) {
+    t.bytes_received += times * p.count * elem;
+    t.messages_received += p.count > 0 ? times : 0;
+  };
+  const auto g = static_cast<std::uint64_t>(at.g);
+  const auto m = static_cast<std::uint64_t>(at.m);
+  for (std::size_t c = 0; c < at.chunks; ++c) {
+    if (endpoint < at.w) {
+      const int l = endpoint % at.g;
+      if (at.g > 1) {
+        for (int j = 0; j < at.g; ++j) {
+          sent(at.piece(c, j), 1);      // contribution
+          received(at.piece(c, j), 1);  // spread
+        }
+        if (at.m > 1) {
+          received(at.piece(c, l), 1);  // node sum
+          sent(at.piece(c, l), 1);      // finished
+        }
+      }
+      if (at.m > 1) {
+        for (int i = 0; i < at.m; ++i) {
+          sent(at.sub(c, l, i), 1);
+          received(at.sub(c, l, i), 1);
+        }
+      }
+    } else if (endpoint < 2 * at.w) {
+      if (at.g == 1) continue;
+      // The GPUs' contributions in and the multicast out, and across nodes
+      // the node sum out and the finished piece in.
+      const Part p = at.piece(c, (endpoint - at.w) % at.g);
+      received(p, g + (at.m > 1 ? 1 : 0));
+      sent(p, g + (at.m > 1 ? 1 : 0));
+    } else if (at.m > 1) {
+      const int q = endpoint - 2 * at.w;
+      const Part p = at.sub(c, q / at.m, q % at.m);
+      received(p, m);
+      sent(p, m);
+    }
+  }
+  return t;
+}
+
+double InNetworkHierarchicalScheme::model_time(std::size_t bytes, const Topology& topology) const {
+  const std::size_t count = bytes / dtype_size(DType::f32);
+  const Layout at(count, DType::f32, options().segment_bytes, workers(), options().ranks_per_node);
+  if (at.chunks == 0 || workers() == 1) return 0;
+  const auto hop = hops(at, static_cast<double>(dtype_size(DType::f32)));
+  // The first chunk hop by hop, each hop waiting for the one before ...
+  double first = 0;
+  std::vector<Flow> all;
+  for (const std::vector<Flow>& flows : hop) {
+    first += slowest_flow(topology, flows);
+    all.insert(all.end(), flows.begin(), flows.end());
+  }
+  // ... then the rest at the busiest port's pace, every hop's bytes of a
+  // chunk through it at once.
+  const double per_chunk = slowest_flow(without_delays(topology), all);
+  const double rest = static_cast<double>(count - at.chunk(0).count) /
+                      static_cast<double>(at.chunk(0).count);
+  return first + rest * per_chunk;
+}
+
+}  // namespace gradex

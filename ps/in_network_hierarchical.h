@@ -1,0 +1,58 @@
+// In-network reduction at two levels, as NCCL's NVLS with IB SHARP runs on
+// NVSwitch nodes joined by an InfiniBand fabric that sums: a switch inside
+// every node (NVLS) sums the node's GPUs, one between the nodes (SHARP)
+// sums the nodes, and no GPU adds anything itself.
+//
+// W workers in M nodes of G (worker r = node k, local l, r = kG + l). The
+// buffer is cut into chunks of G segments, chunk c into G pieces (piece l
+// is local rank l's), and piece l into M sub-pieces. For each chunk:
+//
+//   1. every GPU sends piece j to its node switch's port j (endpoint
+//      W + kG + j), which sums the G contributions and sends piece j's
+//      node sum to local rank j;
+//   2. local rank l sends sub-piece i of its piece through its NIC (rail l)
+//      to port i of rail l on the switch between the nodes (endpoint
+//      2W + lM + i), which sums the M nodes' and sends the sum back to
+//      every node's local rank l;
+//   3. local rank l sends the finished piece to its node switch's port l,
+//      which multicasts it to the node's G GPUs (itself included).
+//
+// On one node the switch multicasts each sum at once (steps 2 and 3's
+// round trip through the GPU only exists to reach its NIC), which is the
+// one-switch in_network's traffic.
+//
+// Chunks pipeline: several are under way at once on a GPU, so while one
+// chunk crosses the nodes the next is summed inside them and an earlier
+// one spread. Each GPU's NVLink carries S out
+// and S in plus S/G each way, its NIC S/G each way, against the ring's
+// 2 (n-1)/n S through every port.
+#pragma once
+
+#include "common/scheme.h"
+
+namespace gradex {
+
+class InNetworkHierarchicalScheme final : public Scheme {
+ public:
+  // Throws ConfigError naming "ranks_per_node" if it does not divide the
+  // workers.
+  explicit InNetworkHierarchicalScheme(SchemeOptions options);
+
+  // The workers, then a node switch's port per worker, then a port of the
+  // switch between the nodes per worker.
+  int endpoints() const override { return 3 * workers(); }
+  ReducingSwitches reducing_switches() const override {
+    return ReducingSwitches::per_node_and_across;
+  }
+  bool segmented() const override { return true; }
+  void allreduce(Comm& comm, Tensor data, ReduceOp op) override;
+  Traffic expected_traffic(int endpoint, std::size_t count, DType dtype) const override;
+  // A pipeline of chunks: one chunk through the six hops (each the slowest
+  // of its flows), then every further chunk at the pace of the busiest
+  // port's bytes per chunk.
+  double model_time(std::size_t bytes, const Topology& topology) const override;
+
+  int nodes() const { return workers() / options().ranks_per_node; }
+};
+
+}  // namespace gradex
