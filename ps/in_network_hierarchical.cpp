@@ -63,8 +63,20 @@ struct Layout {
     const auto at = static_cast<std::size_t>(j);
     return {whole.offset + split.offset(at), split.size(at)};
   }
+  // The local rank that carries piece j of chunk c across the nodes, and
+  // the piece local rank l carries: rotated by one each chunk. The round
+  // trip through the carrier (the node sum out to it, the finished piece
+  // back) adds a piece to one GPU's line to and from port j; rotated, it
+  // falls on each line in turn, where a fixed carrier's line would pace
+  // the port (max-min sharing gives each of a port's G lines 1/G of it,
+  // and that one would carry twice the others' bytes).
+  int carrier(std::size_t c, int j) const { return static_cast<int>((j + c) % g_u()); }
+  int carried(std::size_t c, int l) const {
+    return static_cast<int>((static_cast<std::size_t>(l) + g_u() - c % g_u()) % g_u());
+  }
+  // Sub-piece i of the piece rail l carries in chunk c.
   Part sub(std::size_t c, int l, int i) const {
-    const Part whole = piece(c, l);
+    const Part whole = piece(c, carried(c, l));
     const BlockSplit split{whole.count, static_cast<std::size_t>(m)};
     const auto at = static_cast<std::size_t>(i);
     return {whole.offset + split.offset(at), split.size(at)};
@@ -72,6 +84,9 @@ struct Layout {
   int node_port(int worker) const { return w + worker; }
   int rail_port(int local, int i) const { return 2 * w + local * m + i; }
   int worker(int node, int local) const { return node * g + local; }
+
+ private:
+  std::size_t g_u() const { return static_cast<std::size_t>(g); }
 };
 
 // A port's memory: a slot per chunk that can be under way at once (the
@@ -147,10 +162,12 @@ void run_gpu(Comm& comm, const Layout& at, Tensor data) {
   // Piece l of chunk c holds the sum over every GPU: back to the node.
   const auto summed = [&](std::size_t c) {
     chunks[c].summed = true;
-    const Part mine = at.piece(c, l);
+    const int j = at.carried(c, l);
+    const Part mine = at.piece(c, j);
     if (at.g > 1 && mine.count > 0) {
       const Tensor t = slice(mine);
-      chunks[c].sends.push_back(comm.isend(at.node_port(r), t.data, t.bytes(), kFinished));
+      chunks[c].sends.push_back(
+          comm.isend(at.node_port(at.worker(k, j)), t.data, t.bytes(), kFinished));
     }
   };
   // Piece l of chunk c holds the node's sum: across the nodes on rail l.
@@ -186,9 +203,11 @@ void run_gpu(Comm& comm, const Layout& at, Tensor data) {
         ch.summed = true;  // one node: its switch spreads the sum at once
         return;
       }
-      if (const Part mine = at.piece(c, l); mine.count > 0) {
+      const int j = at.carried(c, l);
+      if (const Part mine = at.piece(c, j); mine.count > 0) {
         const Tensor t = slice(mine);
-        node_sums.emplace_back(c, comm.irecv(at.node_port(r), t.data, t.bytes(), kNodeSum));
+        node_sums.emplace_back(
+            c, comm.irecv(at.node_port(at.worker(k, j)), t.data, t.bytes(), kNodeSum));
         return;
       }
     }
@@ -275,8 +294,9 @@ void run_node_port(Comm& comm, const Layout& at, int worker, DType dtype, Reduce
       for (int gpu : gpus) slots.sends(c).push_back(comm.isend(gpu, acc.data, acc.bytes(), kSpread));
       continue;
     }
-    slots.sends(c).push_back(comm.isend(worker, acc.data, acc.bytes(), kNodeSum));
-    finished.emplace_back(c, comm.irecv(worker, acc.data, acc.bytes(), kFinished));
+    const int carrier = at.worker(k, at.carrier(c, j));
+    slots.sends(c).push_back(comm.isend(carrier, acc.data, acc.bytes(), kNodeSum));
+    finished.emplace_back(c, comm.irecv(carrier, acc.data, acc.bytes(), kFinished));
   }
   while (!finished.empty()) {
     comm.wait(finished.front().second);
@@ -317,9 +337,10 @@ std::vector<std::vector<Flow>> hops(const Layout& at, double elem) {
         hop[0].push_back({r, at.node_port(at.worker(k, j)), b});
         hop[5].push_back({at.node_port(at.worker(k, j)), r, b});
       }
-      if (const double b = bytes(at.piece(0, l)); b > 0 && at.m > 1) {
-        hop[1].push_back({at.node_port(r), r, b});
-        hop[4].push_back({r, at.node_port(r), b});
+      const int carried = at.node_port(at.worker(k, at.carried(0, l)));
+      if (const double b = bytes(at.piece(0, at.carried(0, l))); b > 0 && at.m > 1) {
+        hop[1].push_back({carried, r, b});
+        hop[4].push_back({r, carried, b});
       }
     }
     if (at.m > 1) {
@@ -398,8 +419,8 @@ Traffic InNetworkHierarchicalScheme::expected_traffic(int endpoint, std::size_t 
           received(at.piece(c, j), 1);  // spread
         }
         if (at.m > 1) {
-          received(at.piece(c, l), 1);  // node sum
-          sent(at.piece(c, l), 1);      // finished
+          received(at.piece(c, at.carried(c, l)), 1);  // node sum
+          sent(at.piece(c, at.carried(c, l)), 1);      // finished
         }
       }
       if (at.m > 1) {

@@ -177,6 +177,73 @@ TEST(Scenario, ANodePresetSetsRanksLinksAndNics) {
   }
 }
 
+// in_network_hierarchical's two switches: a port per GPU on its own node
+// (the node preset's NVLS, or network.node_switch), then a port per GPU on
+// nodes of their own between the nodes (network.switch). Each is refused
+// where it is missing or, given, where nothing uses it.
+TEST(Scenario, TwoLevelInNetworkReductionNeedsBothSwitches) {
+  const auto plan = [](const std::string& json) {
+    return plan_runs(parse_scenario(nlohmann::json::parse(json)));
+  };
+  const RunPlan dgx = plan(R"({"name": "t", "sizes": [4096], "workers": 16, "transport": "sim",
+      "schemes": ["in_network_hierarchical"],
+      "network": {"node": "dgx_h100", "switch": "ib_ndr_sharp"}})");
+  ASSERT_EQ(dgx.runs.size(), 1u);
+  const Topology t = scenario_topology(dgx.scenario, *dgx.runs[0].instance, 16);
+  EXPECT_EQ(t.endpoints(), 48);
+  ASSERT_EQ(t.switches.size(), 2u);
+  EXPECT_EQ(t.switches[0].first, 16);
+  EXPECT_TRUE(t.switches[0].in_node);
+  EXPECT_EQ(t.switches[1].first, 32);
+  EXPECT_FALSE(t.switches[1].in_node);
+  EXPECT_TRUE(t.same_node(9, 16 + 9));   // node 1's NVSwitch
+  EXPECT_FALSE(t.same_node(1, 16 + 9));
+  EXPECT_FALSE(t.same_node(9, 32 + 9));  // a switch of its own, through the NICs
+  EXPECT_DOUBLE_EQ(t.link(9, 25).bytes_per_second,
+                   find_link_preset("h100_nvls", "").bytes_per_second);
+  EXPECT_DOUBLE_EQ(t.link(41, 9).bytes_per_second,
+                   find_link_preset("ib_ndr_sharp", "").bytes_per_second);
+
+  const RunPlan custom = plan(R"({"name": "t", "sizes": [4096], "workers": 8, "transport": "sim",
+      "ranks_per_node": 4, "schemes": ["in_network_hierarchical"],
+      "network": {"intra_node": "h100_nvlink", "inter_node": "ib_ndr_400g",
+                  "node_switch": "h100_nvls", "switch": "ib_ndr_sharp"}})");
+  const Topology own = scenario_topology(custom.scenario, *custom.runs[0].instance, 8);
+  EXPECT_DOUBLE_EQ(own.link(0, 8).bytes_per_second,
+                   find_link_preset("h100_nvls", "").bytes_per_second);
+
+  const auto error = [&](const std::string& json) {
+    try {
+      plan(json);
+    } catch (const ConfigError& e) {
+      return e.field();
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error(R"({"name": "t", "sizes": [4096], "workers": 16, "transport": "sim",
+      "schemes": ["in_network_hierarchical"], "network": {"node": "dgx_h100"}})"),
+            "/network/switch");
+  EXPECT_EQ(error(R"({"name": "t", "sizes": [4096], "workers": 16, "transport": "sim",
+      "schemes": ["in_network_hierarchical"],
+      "network": {"node": "dgx_a100", "switch": "ib_ndr_sharp"}})"),
+            "/network/node_switch");
+  EXPECT_EQ(error(R"({"name": "t", "sizes": [4096], "workers": 8, "transport": "sim",
+      "ranks_per_node": 4, "schemes": ["in_network_hierarchical"],
+      "network": {"intra_node": "h100_nvlink", "inter_node": "ib_ndr_400g",
+                  "switch": "ib_ndr_sharp"}})"),
+            "/network/node_switch");
+  // A node preset fixes its switch; a switch nothing uses is refused.
+  EXPECT_EQ(error(R"({"name": "t", "sizes": [4096], "workers": 16, "transport": "sim",
+      "schemes": ["in_network_hierarchical"], "network": {"node": "dgx_h100",
+      "node_switch": "h100_nvls", "switch": "ib_ndr_sharp"}})"),
+            "/network/node_switch");
+  EXPECT_EQ(error(R"({"name": "t", "sizes": [4096], "workers": 8, "transport": "sim",
+      "ranks_per_node": 4, "schemes": ["ring"],
+      "network": {"intra_node": "h100_nvlink", "inter_node": "ib_ndr_400g",
+                  "node_switch": "h100_nvls"}})"),
+            "/network/node_switch");
+}
+
 // in_network's switch ports: on the GPUs' node with the node preset's
 // NVLS switch; across nodes only with network.switch (a node's NVSwitch
 // does not sum between nodes), on nodes of their own; "all" leaves the
