@@ -177,14 +177,24 @@ TEST(Scenario, ANodePresetSetsRanksLinksAndNics) {
   }
 }
 
+// The plan of a scenario written inline, and the field its refusal names.
+RunPlan plan(const std::string& json) {
+  return plan_runs(parse_scenario(nlohmann::json::parse(json)));
+}
+std::string error(const std::string& json) {
+  try {
+    plan(json);
+  } catch (const ConfigError& e) {
+    return e.field();
+  }
+  return "no error";
+}
+
 // in_network_hierarchical's two switches: a port per GPU on its own node
 // (the node preset's NVLS, or network.node_switch), then a port per GPU on
 // nodes of their own between the nodes (network.switch). Each is refused
 // where it is missing or, given, where nothing uses it.
 TEST(Scenario, TwoLevelInNetworkReductionNeedsBothSwitches) {
-  const auto plan = [](const std::string& json) {
-    return plan_runs(parse_scenario(nlohmann::json::parse(json)));
-  };
   const RunPlan dgx = plan(R"({"name": "t", "sizes": [4096], "workers": 16, "transport": "sim",
       "schemes": ["in_network_hierarchical"],
       "network": {"node": "dgx_h100", "switch": "ib_ndr_sharp"}})");
@@ -212,14 +222,6 @@ TEST(Scenario, TwoLevelInNetworkReductionNeedsBothSwitches) {
   EXPECT_DOUBLE_EQ(own.link(0, 8).bytes_per_second,
                    find_link_preset("h100_nvls", "").bytes_per_second);
 
-  const auto error = [&](const std::string& json) {
-    try {
-      plan(json);
-    } catch (const ConfigError& e) {
-      return e.field();
-    }
-    return std::string("no error");
-  };
   EXPECT_EQ(error(R"({"name": "t", "sizes": [4096], "workers": 16, "transport": "sim",
       "schemes": ["in_network_hierarchical"], "network": {"node": "dgx_h100"}})"),
             "/network/switch");
@@ -250,9 +252,6 @@ TEST(Scenario, TwoLevelInNetworkReductionNeedsBothSwitches) {
 // scheme out where there is no switch, and network.switch without it runs
 // nothing and is refused.
 TEST(Scenario, InNetworkReductionNeedsASwitchThatSums) {
-  const auto plan = [](const std::string& json) {
-    return plan_runs(parse_scenario(nlohmann::json::parse(json)));
-  };
   const RunPlan one = plan(R"({"name": "t", "sizes": [4096], "workers": 8, "transport": "sim",
       "schemes": ["in_network"], "network": {"node": "dgx_h100"}})");
   ASSERT_EQ(one.runs.size(), 1u);
@@ -274,14 +273,6 @@ TEST(Scenario, InNetworkReductionNeedsASwitchThatSums) {
   EXPECT_DOUBLE_EQ(sharp.link(3, 20).bytes_per_second,
                    find_link_preset("ib_ndr_sharp", "").bytes_per_second);
 
-  const auto error = [&](const std::string& json) {
-    try {
-      plan(json);
-    } catch (const ConfigError& e) {
-      return e.field();
-    }
-    return std::string("no error");
-  };
   EXPECT_EQ(error(R"({"name": "t", "sizes": [4096], "workers": 16, "transport": "sim",
       "schemes": ["in_network"], "network": {"node": "dgx_h100"}})"), "/network/switch");
   EXPECT_EQ(error(R"({"name": "t", "sizes": [4096], "workers": 8, "transport": "sim",
