@@ -23,7 +23,7 @@ constexpr Tag kRailSum = 3;       // rail l's ports -> every node's local rank l
 constexpr Tag kFinished = 4;      // local rank l -> node port l
 constexpr Tag kSpread = 5;        // node port j -> the node's GPUs
 
-// Chunks a GPU keeps under way. A chunk's six hops take about four times
+// Chunks a GPU keeps under way. A chunk's six hops take about five times
 // the busiest port's time per chunk on a DGX H100 (the NVLS and NDR
 // presets, 1 MiB segments), so fewer leave that port idle; more put chunks
 // side by side on the same ports, where fair sharing makes them all late

@@ -297,9 +297,8 @@ TEST(ModelVsSim, InNetworkReductionTakesSOverTheSlowerPort) {
 // switch fast enough to leave the pace to the rail ports, the pipeline
 // runs at their rate, as the model says: each GPU's NIC and each rail
 // port carry S/G each way, far below the ring's 2 (N-1)/N S. (With 450
-// GB/s NVLink a GPU's port carries 9 MiB a chunk each way against a rail
-// port's 1 MiB at 48 GB/s, nearly as long: the hops then take turns and
-// the simulation runs 7% above the model, a known gap of the model.) On
+// GB/s NVLink, a GPU's port as busy as a rail port, the simulation runs
+// 7% above the model: results/README.md, known gaps.) On
 // one node it is the one-switch in_network, message for message.
 TEST(ModelVsSim, TwoLevelInNetworkReductionRunsAtItsBusiestPort) {
   const double gib = 1 << 30;
