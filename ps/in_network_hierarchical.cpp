@@ -311,7 +311,9 @@ void run_rail_port(Comm& comm, const Layout& at, int l, int i, DType dtype, Redu
   if (at.m == 1) return;
   std::vector<int> gpus;
   for (int k = 0; k < at.m; ++k) gpus.push_back(at.worker(k, l));
-  Slots slots(comm.phantom_payloads(), at.sub(0, l, i).count, dtype);
+  // Sized for the largest sub-piece i of any chunk: piece 0 of a whole
+  // chunk is the largest piece, and the carried piece rotates.
+  Slots slots(comm.phantom_payloads(), at.sub(0, /*carrier of piece 0*/ 0, i).count, dtype);
   for (std::size_t c = 0; c < at.chunks; ++c) {
     const Part p = at.sub(c, l, i);
     if (p.count == 0) continue;

@@ -75,6 +75,24 @@ INSTANTIATE_TEST_SUITE_P(
                                          std::size_t{1} << 20)),
     sizes_name);
 
+// in_network_hierarchical in many chunks whose pieces differ by an element
+// (1,003 f32 in 16-element segments): the GPU that carries a piece across
+// the nodes rotates with the chunk, so a rail's sub-pieces change size from
+// chunk to chunk, and every switch port must still fit and sum them.
+TEST(InNetworkHierarchical, ManyUnevenChunksAddUp) {
+  for (const int per_node : {2, 4}) {
+    SchemeOptions o = options_for(8);
+    o.ranks_per_node = per_node;
+    o.segment_bytes = 64;
+    auto scheme = make_scheme("in_network_hierarchical", o);
+    const Measurement m = run(*scheme, 1003, DType::f32, ReduceOp::sum);
+    EXPECT_EQ(m.wrong, 0u) << per_node;
+    for (int e = 0; e < scheme->endpoints(); ++e) {
+      EXPECT_EQ(m.traffic[e], scheme->expected_traffic(e, 1003, DType::f32)) << "endpoint " << e;
+    }
+  }
+}
+
 // ---- dtype x op at a few shapes ------------------------------------------------
 
 class SchemeTypes
