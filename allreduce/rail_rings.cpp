@@ -74,17 +74,11 @@ double RailRingsScheme::model_time(std::size_t bytes, const Topology& topology) 
   const int n = workers();
   const int g = channels();
   if (n <= 1 || bytes == 0) return 0;
-  // One step: every ring moves a block of its part at once; slowest_flow
-  // lets the blocks that share a port (a GPU's NVLink, a NIC) take turns.
-  std::vector<Flow> step;
-  const double block = static_cast<double>(bytes) / g / n;
-  for (int c = 0; c < g; ++c) {
-    const std::vector<int> order = rail_ring_order(c, n, g);
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      step.push_back({order[i], order[(i + 1) % order.size()], block});
-    }
-  }
-  return 2.0 * (n - 1) * slowest_flow(topology, step);
+  // Every ring moves a block of its part at once each step; the blocks
+  // that share a port (a GPU's NVLink, a NIC) take turns on it.
+  std::vector<std::vector<int>> rings;
+  for (int c = 0; c < g; ++c) rings.push_back(rail_ring_order(c, n, g));
+  return rings_time(topology, rings, static_cast<double>(bytes) / g / n, 2 * (n - 1));
 }
 
 }  // namespace gradex

@@ -373,18 +373,18 @@ Traffic RingScheme::expected_traffic(int endpoint, std::size_t count, DType dtyp
 
 double ring_phase_model_time(const Topology& topology, const std::vector<int>& members,
                              double bytes) {
-  const std::size_t n = members.size();
+  const auto n = static_cast<int>(members.size());
   if (n <= 1) return 0;
-  std::vector<std::pair<int, int>> hops;
-  for (std::size_t i = 0; i < n; ++i) hops.emplace_back(members[i], members[(i + 1) % n]);
-  return static_cast<double>(n - 1) * slowest_message(topology, hops, bytes / static_cast<double>(n));
+  return rings_time(topology, {members}, bytes / n, n - 1);
 }
 
 double RingScheme::model_time(std::size_t bytes, const Topology& topology) const {
   std::vector<int> ring(static_cast<std::size_t>(workers()));
   for (int r = 0; r < workers(); ++r) ring[static_cast<std::size_t>(r)] = r;
+  // Both phases as one chain: the all-gather's first step forwards what
+  // the reduce-scatter's last step summed.
   auto whole = [&](std::size_t b) {
-    return 2 * ring_phase_model_time(topology, ring, static_cast<double>(b));
+    return rings_time(topology, {ring}, static_cast<double>(b) / workers(), 2 * (workers() - 1));
   };
   const std::size_t slice = options().slice_bytes;
   if (slice == 0 || bytes <= slice) return whole(bytes);

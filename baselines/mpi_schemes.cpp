@@ -167,10 +167,10 @@ class MpiAllreduce final : public MpiBaseline {
     const int n = workers();
     if (c == Collective::all_reduce) return model_time(bytes, topology);
     if (n <= 1 || bytes == 0) return 0;
-    std::vector<std::pair<int, int>> hops;
-    for (int r = 0; r < n; ++r) hops.emplace_back(r, (r + 1) % n);
+    std::vector<int> ring(static_cast<std::size_t>(n));
+    for (int r = 0; r < n; ++r) ring[static_cast<std::size_t>(r)] = r;
     const double s = static_cast<double>(bytes);
-    const double phase = (n - 1) * slowest_message(topology, hops, s / n);
+    const double phase = rings_time(topology, {ring}, s / n, n - 1);
     if (c != Collective::broadcast) return phase;
     double scatter = 0;
     for (int k = 1; k <= static_cast<int>(rounds()); ++k) {

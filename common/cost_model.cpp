@@ -16,7 +16,13 @@ PortId port_to(const Topology& topology, int endpoint, int peer) {
   return {inter, inter && topology.nic_per_node ? topology.node_of.at(endpoint) : endpoint};
 }
 
-double slowest_flow(const Topology& topology, const std::vector<Flow>& flows) {
+namespace {
+
+// Calls each(flow, seconds) with the time the bytes on the busier of the
+// flow's two ports take (and, across the spine, on its leaf's uplink or
+// downlink): flows that share a port take turns on it.
+template <typename Each>
+void port_times(const Topology& topology, const std::vector<Flow>& flows, Each each) {
   std::map<PortId, double> egress, ingress;  // bytes on the wire per port
   // With a second tier: bytes through each leaf's uplink and downlink.
   const std::vector<double> leaf_rate = topology.leaf_rates();
@@ -30,12 +36,10 @@ double slowest_flow(const Topology& topology, const std::vector<Flow>& flows) {
     if (const int l = topology.leaf_of(f.src); l >= 0) up[l] += wire;
     if (const int l = topology.leaf_of(f.dst); l >= 0) down[l] += wire;
   }
-  double worst = 0;
   for (const Flow& f : flows) {
     if (f.src == f.dst) continue;
-    const LinkSpec& link = topology.link(f.src, f.dst);
-    if (link.unlimited()) {
-      worst = std::max(worst, link.delay(f.bytes));
+    if (topology.link(f.src, f.dst).unlimited()) {
+      each(f, 0.0);
       continue;
     }
     // Each port at its own rate (a switch's port and a GPU's differ).
@@ -50,8 +54,23 @@ double slowest_flow(const Topology& topology, const std::vector<Flow>& flows) {
         serialise = std::max(serialise, down[l] / leaf_rate[static_cast<std::size_t>(l)]);
       }
     }
-    worst = std::max(worst, link.delay(f.bytes) + serialise);
+    each(f, serialise);
   }
+}
+
+}  // namespace
+
+double slowest_flow(const Topology& topology, const std::vector<Flow>& flows) {
+  double worst = 0;
+  port_times(topology, flows, [&](const Flow& f, double serialise) {
+    worst = std::max(worst, topology.link(f.src, f.dst).delay(f.bytes) + serialise);
+  });
+  return worst;
+}
+
+double busiest_port_time(const Topology& topology, const std::vector<Flow>& flows) {
+  double worst = 0;
+  port_times(topology, flows, [&](const Flow&, double serialise) { worst = std::max(worst, serialise); });
   return worst;
 }
 
@@ -63,11 +82,52 @@ double slowest_message(const Topology& topology, const std::vector<std::pair<int
   return slowest_flow(topology, flows);
 }
 
+namespace {
+
+// The latency per step of the costliest run of `steps` consecutive hops
+// around `ring`: whole laps, then the costliest window of the hops left
+// over. Where every hop costs the same it is that cost, exactly (a uniform
+// ring's time does not depend on the order of a sum).
+double chain_latency_per_step(const Topology& topology, const std::vector<int>& ring, double bytes,
+                       int steps) {
+  const std::size_t n = ring.size();
+  std::vector<double> hop(n);
+  for (std::size_t i = 0; i < n; ++i) hop[i] = topology.link(ring[i], ring[(i + 1) % n]).delay(bytes);
+  const auto [low, high] = std::minmax_element(hop.begin(), hop.end());
+  if (*low == *high) return *high;
+  double lap = 0;
+  for (double d : hop) lap += d;
+  const std::size_t rest = static_cast<std::size_t>(steps) % n;
+  double window = 0;
+  for (std::size_t i = 0; i < rest; ++i) window += hop[i];
+  double worst = window;
+  for (std::size_t start = 1; start < n; ++start) {
+    window += hop[(start + rest - 1) % n] - hop[start - 1];
+    worst = std::max(worst, window);
+  }
+  return (static_cast<double>(static_cast<std::size_t>(steps) / n) * lap + worst) / steps;
+}
+
+}  // namespace
+
+double rings_time(const Topology& topology, const std::vector<std::vector<int>>& rings,
+                  double bytes, int steps) {
+  std::vector<Flow> step;
+  double latency = 0;  // per step, of the costliest chain
+  for (const std::vector<int>& ring : rings) {
+    if (ring.size() <= 1) continue;
+    for (std::size_t i = 0; i < ring.size(); ++i) step.push_back({ring[i], ring[(i + 1) % ring.size()], bytes});
+    latency = std::max(latency, chain_latency_per_step(topology, ring, bytes, steps));
+  }
+  if (step.empty() || steps <= 0) return 0;
+  return steps * (busiest_port_time(topology, step) + latency);
+}
+
 double ring_allreduce_bound(int n, std::size_t bytes, const Topology& topology) {
   if (n <= 1 || bytes == 0) return 0;
-  std::vector<std::pair<int, int>> hops;
-  for (int r = 0; r < n; ++r) hops.emplace_back(r, (r + 1) % n);
-  return 2.0 * (n - 1) * slowest_message(topology, hops, static_cast<double>(bytes) / n);
+  std::vector<int> ring(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) ring[static_cast<std::size_t>(r)] = r;
+  return rings_time(topology, {ring}, static_cast<double>(bytes) / n, 2 * (n - 1));
 }
 
 double binomial_reduce_bcast_time(int n, std::size_t bytes, const Topology& topology) {

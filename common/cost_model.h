@@ -34,12 +34,26 @@ struct Flow {
 // and ingress count apart), so each pays for all the bytes on the busier
 // of its two ports, plus its link's latency. 0 for no flows.
 double slowest_flow(const Topology& topology, const std::vector<Flow>& flows);
+// The same without the latencies: the busiest port's bytes over its rate,
+// what a pipeline's step takes once it is full.
+double busiest_port_time(const Topology& topology, const std::vector<Flow>& flows);
 // One step in which every pair (src, dst) moves `bytes` at once: the
 // slowest message decides. Messages that share a port (a node's one NIC,
 // Topology::nic_per_node) take turns on it, so each pays for every message
 // on the busier of its two ports. 0 for no pairs.
 double slowest_message(const Topology& topology, const std::vector<std::pair<int, int>>& pairs,
                        double bytes);
+
+// Rings that run `steps` steps together, each step moving `bytes` over
+// every hop of every ring (ring[i] to ring[i + 1], the last back to the
+// first). The busiest port paces each step's bytes (as slowest_flow: hops
+// of different rings that share a port take turns on it). The latencies
+// do not: a rank forwards what it has received, so they add up along a
+// chain of `steps` consecutive hops of one ring, and the costliest such
+// chain decides. A ring across nodes of 8 GPUs pays a NIC's latency once
+// every 8 hops and NVLink's the other 7 times, not the NIC's every step.
+double rings_time(const Topology& topology, const std::vector<std::vector<int>>& rings,
+                  double bytes, int steps);
 
 // What the libraries' collectives are modelled by (the MPI and NCCL
 // baselines): a bandwidth-optimal all-reduce, the ring's 2 (n-1) steps of

@@ -357,19 +357,6 @@ std::vector<std::vector<Flow>> hops(const Layout& at, double elem) {
   return hop;
 }
 
-// The same links without their per-message costs: what a chunk's bytes
-// take once the pipeline is full.
-Topology without_delays(Topology t) {
-  const auto strip = [](LinkSpec& link) {
-    link.latency_seconds = 0;
-    for (LinkProtocol& p : link.protocols) p.overhead_seconds = 0;
-  };
-  strip(t.intra);
-  strip(t.inter);
-  for (Topology::ReducingSwitch& s : t.switches) strip(s.link);
-  return t;
-}
-
 }  // namespace
 
 InNetworkHierarchicalScheme::InNetworkHierarchicalScheme(SchemeOptions options)
@@ -462,7 +449,7 @@ double InNetworkHierarchicalScheme::model_time(std::size_t bytes, const Topology
   }
   // ... then the rest at the busiest port's pace, every hop's bytes of a
   // chunk through it at once.
-  const double per_chunk = slowest_flow(without_delays(topology), all);
+  const double per_chunk = busiest_port_time(topology, all);
   const double rest = static_cast<double>(count - at.chunk(0).count) /
                       static_cast<double>(at.chunk(0).count);
   return first + rest * per_chunk;
