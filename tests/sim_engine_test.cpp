@@ -5,18 +5,28 @@
 // same, to the last printed digit. A faster event engine, a bounded
 // posting window or a cheaper matcher changes how the simulator computes,
 // never what it computes: if this fails, the change moved simulated time.
-// Only a deliberate change of the model regenerates the record:
+// tests/sim_engine/stars does the same where many flows meet at one port.
+// Only a deliberate change of the model regenerates a record:
 //   gradex simulate tests/sim_engine/scenario.json -q -o tests/sim_engine
+//   gradex simulate tests/sim_engine/stars/scenario.json -q -o tests/sim_engine/stars
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <queue>
+#include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "common/topology.h"
+#include "transport/sim/network.h"
 
 namespace gradex {
 namespace {
@@ -30,25 +40,137 @@ std::vector<std::string> lines_of(const fs::path& file) {
   return lines;
 }
 
-TEST(SimEngine, ReproducesTheRecordedSimulatedTimesExactly) {
-  const fs::path source = fs::path(GRADEX_SOURCE_DIR) / "tests" / "sim_engine";
+// Simulates `folder`'s scenario.json and compares every row with the
+// folder's results.csv, which holds `rows` rows and the header.
+void expect_record_reproduced(const fs::path& folder, std::size_t rows) {
   const fs::path dir = fs::temp_directory_path() / ("gradex_sim_engine_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string cmd = std::string(GRADEX_BINARY) + " simulate " +
-                          (source / "scenario.json").string() + " -q -o " +
+                          (folder / "scenario.json").string() + " -q -o " +
                           (dir / "out").string() + " > " + (dir / "stdout").string() + " 2>&1";
   const int status = std::system(cmd.c_str());
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << std::ifstream(dir / "stdout").rdbuf();
-  const std::vector<std::string> recorded = lines_of(source / "results.csv");
+  const std::vector<std::string> recorded = lines_of(folder / "results.csv");
   const std::vector<std::string> now = lines_of(dir / "out" / "results.csv");
-  // 13 schemes x 3 worker counts x 4 sizes, and the header.
-  ASSERT_EQ(recorded.size(), 157u);
+  ASSERT_EQ(recorded.size(), rows + 1);
   ASSERT_EQ(now.size(), recorded.size());
   for (std::size_t i = 0; i < recorded.size(); ++i) {
     EXPECT_EQ(now[i], recorded[i]) << "row " << i;
   }
   fs::remove_all(dir);
+}
+
+const fs::path kRecords = fs::path(GRADEX_SOURCE_DIR) / "tests" / "sim_engine";
+
+TEST(SimEngine, ReproducesTheRecordedSimulatedTimesExactly) {
+  // 13 schemes x 3 worker counts x 4 sizes.
+  expect_record_reproduced(kRecords, 156);
+}
+
+// Stars (a server's NIC, a switch port) settled without walking them when
+// one flow takes another's place (transport/sim/network.cpp): recorded
+// with the engine that walked every star.
+TEST(SimEngine, ReproducesTheRecordedTimesWhereManyFlowsMeetAtOnePort) {
+  // 4 schemes x 2 worker counts x 3 sizes.
+  expect_record_reproduced(kRecords / "stars", 24);
+}
+
+// A completion the network asked for: the flow's `version` at `time`.
+struct Scheduled {
+  double time = 0;
+  int flow = 0;
+  std::uint64_t version = 0;
+  bool operator==(const Scheduled&) const = default;
+  // Later first out of a max-heap; ties in the order they were asked for
+  // are kept by the heap's stable (time, flow, version) order.
+  bool operator<(const Scheduled& o) const {
+    return std::tie(o.time, o.flow, o.version) < std::tie(time, flow, version);
+  }
+};
+
+// Random traffic, the same on two networks, one settling stars directly
+// and one filling every component: sends into one endpoint (a star), each
+// finished flow followed at once by its pair's next (one flow taking
+// another's place), hand-overs, and sends to other endpoints that join a
+// star or share a sender's port with one, one event in `disturb` on
+// average. Every completion either network schedules must be the other's,
+// to the last bit.
+void expect_direct_star_settling_matches_filling(const Topology& topology, unsigned seed,
+                                                 unsigned disturb) {
+  std::vector<Scheduled> direct_log, filled_log;
+  sim::Network direct(topology, [&](double t, int f, std::uint64_t v) { direct_log.push_back({t, f, v}); });
+  sim::Network filled(topology, [&](double t, int f, std::uint64_t v) { filled_log.push_back({t, f, v}); },
+                      /*settle_stars_directly=*/false);
+  std::mt19937 rng(seed);
+  const int endpoints = topology.endpoints();
+  std::map<int, std::pair<int, int>> ends;  // active flow -> (src, dst)
+  std::priority_queue<Scheduled> pending;
+  std::size_t seen = 0;
+  double now = 0;
+  auto drain = [&] {
+    ASSERT_EQ(direct_log, filled_log) << "seed " << seed << ", at " << now;
+    for (; seen < direct_log.size(); ++seen) pending.push(direct_log[seen]);
+  };
+  // Few sizes, so that flows sharing a port at one rate end together.
+  const auto size = [&] { return std::size_t{64} << (10 + 2 * (rng() % 3)); };
+  auto start = [&](int src, int dst) {
+    if (src == dst) return;
+    const std::size_t bytes = size();
+    const int id = direct.start(src, dst, bytes, now);
+    ASSERT_EQ(filled.start(src, dst, bytes, now), id);
+    ends[id] = {src, dst};
+  };
+  for (int src = 1; src < endpoints; ++src) start(src, 0);
+  direct.settle(now);
+  filled.settle(now);
+  drain();
+  for (int events = 0; !pending.empty() && events < 2000; ++events) {
+    const Scheduled next = pending.top();
+    pending.pop();
+    ASSERT_EQ(direct.current(next.flow, next.version), filled.current(next.flow, next.version));
+    if (!direct.current(next.flow, next.version)) continue;
+    now = next.time;
+    const auto [src, dst] = ends.at(next.flow);
+    const unsigned roll = rng() % 10;
+    if (roll < 3) {
+      const std::size_t bytes = size();
+      direct.hand_over(next.flow, bytes, now);
+      filled.hand_over(next.flow, bytes, now);
+    } else {
+      direct.finish(next.flow);
+      filled.finish(next.flow);
+      ends.erase(next.flow);
+      // The same pair's next message, or another sender's (which may be
+      // sending elsewhere too), or none.
+      if (roll < 8) start(src, dst);
+      if (roll == 8) start(1 + static_cast<int>(rng() % (endpoints - 1)), dst);
+    }
+    // Keep the star populated.
+    if (static_cast<int>(ends.size()) < endpoints / 2) start(1 + static_cast<int>(rng() % (endpoints - 1)), 0);
+    if (rng() % disturb == 0) {
+      start(1 + static_cast<int>(rng() % (endpoints - 1)), static_cast<int>(rng() % 3));
+    }
+    drain();
+    // The engine settles once an instant, after all of its events.
+    if (pending.empty() || pending.top().time > now) {
+      direct.settle(now);
+      filled.settle(now);
+      drain();
+    }
+  }
+}
+
+TEST(SimEngine, SettlingAStarDirectlySchedulesWhatFillingWould) {
+  const LinkSpec nic{25e9, 1e-6};
+  for (unsigned seed = 1; seed <= 10; ++seed) {
+    for (unsigned disturb : {3u, 40u}) {
+      expect_direct_star_settling_matches_filling(Topology::grouped(12, 1, 0, {}, nic), seed, disturb);
+      // Nodes of two sharing a NIC: senders' ports carry two flows.
+      expect_direct_star_settling_matches_filling(
+          Topology::grouped(12, 2, 0, {100e9, 1e-6}, nic, /*nic_per_node=*/true), seed, disturb);
+    }
+  }
 }
 
 }  // namespace

@@ -13,8 +13,10 @@ namespace gradex::sim {
 //   [0, E) intra egress, [E, 2E) intra ingress,
 //   [2E, 2E+M) inter egress, [2E+M, 2E+2M) inter ingress,
 //   [2E+2M, 2E+2M+L) leaf uplinks, [2E+2M+L, 2E+2M+2L) leaf downlinks.
-Network::Network(Topology topology, Scheduler schedule)
-    : topology_(std::move(topology)), schedule_(std::move(schedule)) {
+Network::Network(Topology topology, Scheduler schedule, bool settle_stars_directly)
+    : topology_(std::move(topology)),
+      schedule_(std::move(schedule)),
+      settle_stars_directly_(settle_stars_directly) {
   const int e = topology_.endpoints();
   inter_owners_ = e;
   if (topology_.nic_per_node) {
@@ -115,9 +117,19 @@ int Network::start(int src, int dst, std::size_t bytes, double now) {
   f.version = version;
   f.active = true;
   for (int i = 0; i < f.port_count; ++i) {
-    ports_[static_cast<std::size_t>(f.ports[static_cast<std::size_t>(i)])].flows.push_back(id);
+    Port& port = ports_[static_cast<std::size_t>(f.ports[static_cast<std::size_t>(i)])];
+    // A flow that had this port to itself shares it now: whatever star it
+    // was in is one no longer.
+    if (port.flows.size() == 1) {
+      const Flow& alone = flows_[static_cast<std::size_t>(port.flows.front())];
+      for (int j = 0; j < alone.port_count; ++j) {
+        ports_[static_cast<std::size_t>(alone.ports[static_cast<std::size_t>(j)])].star_flows = 0;
+      }
+    }
+    port.flows.push_back(id);
     mark_dirty(f.ports[static_cast<std::size_t>(i)]);
   }
+  started_.push_back(id);
   ++active_;
   return id;
 }
@@ -158,9 +170,13 @@ void Network::settle(double now) {
   std::vector<int>& ports = component_ports_;
   std::vector<int>& flows = component_flows_;
   std::vector<int>& stack = stack_scratch_;
+  count_star_joiners();
   for (int seed : dirty_) {
     ports_[static_cast<std::size_t>(seed)].dirty = false;
     if (ports_[static_cast<std::size_t>(seed)].mark == stamp_) continue;
+    if (settle_stars_directly_) {
+      if (const int hub = star_hub_of(seed); hub >= 0 && settle_star(hub, now)) continue;
+    }
     // The connected component of `seed` (ports joined by shared flows):
     // only these rates can have changed.
     ports.clear();
@@ -183,9 +199,90 @@ void Network::settle(double now) {
         }
       }
     }
+    // Whatever star these ports were part of may be gone: rebalance_star
+    // says again if it still is one.
+    for (int p : ports) ports_[static_cast<std::size_t>(p)].star_flows = 0;
     rebalance(ports, flows, now);
   }
   dirty_.clear();
+}
+
+// A server's NIC taking one push from each of k workers is a star, and
+// while the pushes pipeline each instant typically sees one push end and
+// the same worker's next begin: the hub still has k flows, every rate
+// stays capacity / k, and only the new flow needs one. Walking the star to
+// find that out costs k; this finds it from the flows that started. A star
+// (each flow's other ports carrying that flow alone) changes only as flows
+// leave its hub (it then has fewer), join it (they started now) or start
+// beside one of its flows on that flow's own port (start() then forgets
+// the star). So a hub with as many flows as before and one joiner, alone
+// on its other ports, is the same star.
+void Network::count_star_joiners() {
+  const auto hub_at = [&](int p) -> Port* {
+    Port& hub = ports_[static_cast<std::size_t>(p)];
+    if (hub.star_flows == 0) return nullptr;
+    if (hub.joined_mark != stamp_) {
+      hub.joined_mark = stamp_;
+      hub.joiners = 0;
+      hub.joiner = -1;
+    }
+    return &hub;
+  };
+  for (int id : started_) {
+    const Flow& f = flows_[static_cast<std::size_t>(id)];
+    if (!f.active) continue;
+    Port* hubs[4] = {};
+    int hub_count = 0;
+    bool alone = true;  // on each of its ports but a hub's
+    for (int i = 0; i < f.port_count; ++i) {
+      const int p = f.ports[static_cast<std::size_t>(i)];
+      if (Port* hub = hub_at(p)) {
+        hubs[hub_count++] = hub;
+        continue;
+      }
+      if (ports_[static_cast<std::size_t>(p)].flows.size() != 1) alone = false;
+    }
+    if (hub_count == 1 && alone) {
+      Port& hub = *hubs[0];
+      if (hub.joiners >= 0) {
+        ++hub.joiners;
+        hub.joiner = id;
+      }
+      continue;
+    }
+    for (int h = 0; h < hub_count; ++h) hubs[h]->joiners = -1;  // between two hubs, or not alone
+  }
+  started_.clear();
+}
+
+int Network::star_hub_of(int seed) const {
+  const Port& port = ports_[static_cast<std::size_t>(seed)];
+  if (port.star_flows > 0) return seed;
+  if (port.flows.size() != 1) return -1;
+  const Flow& f = flows_[static_cast<std::size_t>(port.flows.front())];
+  for (int i = 0; i < f.port_count; ++i) {
+    const int p = f.ports[static_cast<std::size_t>(i)];
+    if (ports_[static_cast<std::size_t>(p)].star_flows > 0) return p;
+  }
+  return -1;
+}
+
+bool Network::settle_star(int hub_port, double now) {
+  Port& hub = ports_[static_cast<std::size_t>(hub_port)];
+  if (hub.joined_mark != stamp_ || hub.joiners != 1 ||
+      static_cast<int>(hub.flows.size()) != hub.star_flows) {
+    return false;
+  }
+  const Flow& f = flows_[static_cast<std::size_t>(hub.joiner)];
+  // rebalance_star's share and its test that every other port offers more.
+  const double share = hub.capacity / hub.star_flows;
+  for (int i = 0; i < f.port_count; ++i) {
+    const int p = f.ports[static_cast<std::size_t>(i)];
+    if (p != hub_port && !(ports_[static_cast<std::size_t>(p)].capacity > share)) return false;
+  }
+  for (int i = 0; i < f.port_count; ++i) ports_[static_cast<std::size_t>(f.ports[static_cast<std::size_t>(i)])].mark = stamp_;
+  reschedule(hub.joiner, share, now);
+  return true;
 }
 
 // Max-min fair rates by progressive filling: the port offering the smallest
@@ -291,6 +388,7 @@ bool Network::rebalance_star(const std::vector<int>& ports, const std::vector<in
     if (p != hub && !(ports_[static_cast<std::size_t>(p)].capacity > share)) return false;
   }
   for (int flow : flows) reschedule(flow, share, now);
+  ports_[static_cast<std::size_t>(hub)].star_flows = k;
   return true;
 }
 

@@ -31,7 +31,10 @@ class Network {
   // version) at virtual time t; stale versions are ignored by finish.
   using Scheduler = std::function<void(double, int, std::uint64_t)>;
 
-  Network(Topology topology, Scheduler schedule);
+  // `settle_stars_directly`: a star that kept its flows but for one that
+  // took another's place is settled without walking it (settle_star);
+  // false walks and fills every component, as a reference for tests.
+  Network(Topology topology, Scheduler schedule, bool settle_stars_directly = true);
 
   const Topology& topology() const { return topology_; }
   // Starts moving `bytes` from src to dst at `now`; returns the flow id.
@@ -65,6 +68,15 @@ class Network {
     bool dirty = false;
     std::uint32_t mark = 0;  // visit stamp of the last settle
     int slot = 0;            // its index in the component being rebalanced
+    // Set while the port is the hub of a star (rebalance_star) that no
+    // settle has changed since but by a flow that took another's place:
+    // the flows it had then. 0 otherwise.
+    int star_flows = 0;
+    // settle()'s count of the flows joining the star this instant (-1: the
+    // star changed otherwise); valid while `joined_mark` is the stamp.
+    int joiners = 0;
+    int joiner = -1;
+    std::uint32_t joined_mark = 0;
   };
   struct Flow {
     // Its ports, egress first: egress, [leaf uplink, leaf downlink,] ingress.
@@ -93,12 +105,21 @@ class Network {
   // rebalance() of a component that is a star around one port, exactly as
   // the filling would; false (nothing done) for any other component.
   bool rebalance_star(const std::vector<int>& ports, const std::vector<int>& flows, double now);
+  // Before the walk: counts, per star hub, the flows that joined it since
+  // the last settle, or marks it changed otherwise.
+  void count_star_joiners();
+  // The star hub whose component holds `seed`, if one flow took another's
+  // place on it and nothing else changed: that flow gets the share the
+  // filling would give it, without walking the star. -1 otherwise.
+  int star_hub_of(int seed) const;
+  bool settle_star(int hub, double now);
   // Gives `flow` its new rate from `now` and schedules its completion,
   // unless the rate did not change.
   void reschedule(int flow, double rate, double now);
 
   Topology topology_;
   Scheduler schedule_;
+  bool settle_stars_directly_ = true;
   int inter_owners_ = 0;  // endpoints, or nodes when nic_per_node
   int first_leaf_port_ = 0;  // leaf uplinks from here, then their downlinks
   int leaves_ = 0;
@@ -106,6 +127,7 @@ class Network {
   std::vector<Flow> flows_;
   std::vector<int> free_flows_;
   std::vector<int> dirty_;
+  std::vector<int> started_;  // flows started since the last settle
   std::uint32_t stamp_ = 0;
   // settle()'s working memory, kept between calls (it runs once per
   // instant of virtual time).
