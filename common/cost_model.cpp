@@ -84,19 +84,16 @@ double slowest_message(const Topology& topology, const std::vector<std::pair<int
 
 namespace {
 
-// The latency per step of the costliest run of `steps` consecutive hops
-// around `ring`: whole laps, then the costliest window of the hops left
-// over. Where every hop costs the same it is that cost, exactly (a uniform
-// ring's time does not depend on the order of a sum).
-double chain_latency_per_step(const Topology& topology, const std::vector<int>& ring, double bytes,
-                       int steps) {
-  const std::size_t n = ring.size();
-  std::vector<double> hop(n);
-  for (std::size_t i = 0; i < n; ++i) hop[i] = topology.link(ring[i], ring[(i + 1) % n]).delay(bytes);
+// The cost per step of the costliest run of `steps` consecutive hops of a
+// ring whose hops cost `hop`: whole laps, then the costliest window of the
+// hops left over. Where every hop costs the same it is that cost, exactly
+// (a uniform ring's time does not depend on the order of a sum).
+double costliest_chain_per_step(const std::vector<double>& hop, int steps) {
+  const std::size_t n = hop.size();
   const auto [low, high] = std::minmax_element(hop.begin(), hop.end());
   if (*low == *high) return *high;
   double lap = 0;
-  for (double d : hop) lap += d;
+  for (double c : hop) lap += c;
   const std::size_t rest = static_cast<std::size_t>(steps) % n;
   double window = 0;
   for (std::size_t i = 0; i < rest; ++i) window += hop[i];
@@ -113,14 +110,36 @@ double chain_latency_per_step(const Topology& topology, const std::vector<int>& 
 double rings_time(const Topology& topology, const std::vector<std::vector<int>>& rings,
                   double bytes, int steps) {
   std::vector<Flow> step;
-  double latency = 0;  // per step, of the costliest chain
   for (const std::vector<int>& ring : rings) {
     if (ring.size() <= 1) continue;
     for (std::size_t i = 0; i < ring.size(); ++i) step.push_back({ring[i], ring[(i + 1) % ring.size()], bytes});
-    latency = std::max(latency, chain_latency_per_step(topology, ring, bytes, steps));
   }
   if (step.empty() || steps <= 0) return 0;
-  return steps * (busiest_port_time(topology, step) + latency);
+  // Each hop's step: its latency after its bytes' turn on its busier port.
+  std::vector<double> hop(step.size(), 0.0);
+  double busiest = 0;
+  double busiest_delay = 0;  // the latency after the busiest port's last transfer
+  port_times(topology, step, [&](const Flow& f, double serialise) {
+    const double delay = topology.link(f.src, f.dst).delay(f.bytes);
+    hop[static_cast<std::size_t>(&f - step.data())] = delay + serialise;
+    if (serialise > busiest) busiest_delay = 0;
+    if (serialise >= busiest) busiest_delay = std::max(busiest_delay, delay);
+    busiest = std::max(busiest, serialise);
+  });
+  // A rank forwards what it has received, so a chain of consecutive hops
+  // pays each hop's latency and transfer in turn. The busiest port is busy
+  // every step and hides the latencies behind its transfers but the last.
+  // The slower of the two paces the rings.
+  double chain = 0;
+  std::size_t first = 0;
+  for (const std::vector<int>& ring : rings) {
+    if (ring.size() <= 1) continue;
+    const std::vector<double> own(hop.begin() + static_cast<std::ptrdiff_t>(first),
+                                  hop.begin() + static_cast<std::ptrdiff_t>(first + ring.size()));
+    chain = std::max(chain, costliest_chain_per_step(own, steps));
+    first += ring.size();
+  }
+  return std::max(steps * chain, steps * busiest + busiest_delay);
 }
 
 double ring_allreduce_bound(int n, std::size_t bytes, const Topology& topology) {

@@ -46,12 +46,13 @@ double slowest_message(const Topology& topology, const std::vector<std::pair<int
 
 // Rings that run `steps` steps together, each step moving `bytes` over
 // every hop of every ring (ring[i] to ring[i + 1], the last back to the
-// first). The busiest port paces each step's bytes (as slowest_flow: hops
-// of different rings that share a port take turns on it). The latencies
-// do not: a rank forwards what it has received, so they add up along a
-// chain of `steps` consecutive hops of one ring, and the costliest such
-// chain decides. A ring across nodes of 8 GPUs pays a NIC's latency once
-// every 8 hops and NVLink's the other 7 times, not the NIC's every step.
+// first); the slower of two paces decides. A rank forwards what it has
+// received, so a chain of `steps` consecutive hops of one ring pays each
+// hop's latency and transfer in turn (the costliest chain counts: on nodes
+// of 8 GPUs it crosses a NIC once every 8 hops and NVLink the other 7
+// times). And the busiest port (hops of different rings that share a port
+// take turns on it, as in slowest_flow) moves its bytes every step,
+// hiding the latencies behind its transfers but the last.
 double rings_time(const Topology& topology, const std::vector<std::vector<int>>& rings,
                   double bytes, int steps);
 

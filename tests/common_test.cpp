@@ -305,21 +305,24 @@ TEST(CostModel, MessagesOnASharedNicTakeTurns) {
 }
 
 // Ranks 0-1 and 2-3 on two nodes: the ring's hops cost 1, 10, 1 and 10 us
-// of latency (0->1, 1->2, 2->3, 3->0). 6 steps follow a chain of 6
-// consecutive hops: one lap (22 us) and the costliest 2 more (11 us),
-// not 6 times the slowest hop (60 us); the bytes add the busiest port's
-// time every step.
+// of latency (0->1, 1->2, 2->3, 3->0). 6 steps of small blocks follow a
+// chain of 6 consecutive hops: one lap (22 us) and the costliest 2 more
+// (11 us), not 6 times the slowest hop (60 us). With large blocks the
+// NICs, busy every step, pace the ring and hide the latencies but the
+// last one.
 TEST(CostModel, ARingsLatenciesAddAlongTheChainItsStepsFollow) {
-  const Topology t = Topology::grouped(4, 2, 0, {8e6, 1e-6}, {1e6, 10e-6});
-  const double bytes = 1000;  // 1 ms on a NIC, an eighth of that inside the node
-  EXPECT_NEAR(rings_time(t, {{0, 1, 2, 3}}, bytes, 6), 6 * 1e-3 + 33e-6, 1e-12);
+  const Topology t = Topology::grouped(4, 2, 0, {8e9, 1e-6}, {1e9, 10e-6});
+  // One byte: the chain crosses a NIC 3 times (1 ns each) and NVLink 3 times.
+  EXPECT_NEAR(rings_time(t, {{0, 1, 2, 3}}, 1, 6), 33e-6 + 3 * 1e-9 + 3 * 0.125e-9, 1e-15);
+  const double bytes = 1e6;  // 1 ms on a NIC, an eighth of that inside the node
+  EXPECT_NEAR(rings_time(t, {{0, 1, 2, 3}}, bytes, 6), 6 * 1e-3 + 10e-6, 1e-12);
   EXPECT_NEAR(rings_time(t, {{0, 1, 2, 3}}, bytes, 1), 1e-3 + 10e-6, 1e-12);
   // One kind of link: the textbook steps x (latency + transfer).
-  const Topology flat = Topology::grouped(4, 1, 0, {}, {1e6, 10e-6});
-  EXPECT_DOUBLE_EQ(rings_time(flat, {{0, 1, 2, 3}}, bytes, 6), 6 * (1e-3 + 10e-6));
+  const Topology flat = Topology::grouped(4, 1, 0, {}, {1e9, 10e-6});
+  EXPECT_DOUBLE_EQ(rings_time(flat, {{0, 1, 2, 3}}, bytes, 6), 6 * (10e-6 + 1e-3));
   // Two rings whose hops cross on one shared NIC take turns on it.
-  const Topology shared = Topology::grouped(4, 2, 0, {8e6, 1e-6}, {1e6, 10e-6}, /*nic_per_node=*/true);
-  EXPECT_NEAR(rings_time(shared, {{0, 2}, {1, 3}}, bytes, 2), 2 * 2e-3 + 20e-6, 1e-12);
+  const Topology shared = Topology::grouped(4, 2, 0, {8e9, 1e-6}, {1e9, 10e-6}, /*nic_per_node=*/true);
+  EXPECT_NEAR(rings_time(shared, {{0, 2}, {1, 3}}, bytes, 2), 2 * (10e-6 + 2e-3), 1e-12);
 }
 
 TEST(LinkShaper, SharedNodeNicSerialisesTheNode) {
