@@ -55,6 +55,10 @@ void add_field_flags(CLI::App& cmd, ScenarioFlags& flags) {
   cmd.add_option("--latency", f.latency, "inter-node latency, e.g. 20us (with --link as a rate)");
   cmd.add_option("--intra-link", f.intra_link, "intra-node link: a rate or a preset name");
   cmd.add_option("--node", f.node, "a node preset (gradex list): its ranks per node, links and NICs");
+  cmd.add_option("--switch", f.reducing_switch,
+                 "the switch that sums across nodes (in_network, in_network_hierarchical): a rate or a preset name");
+  cmd.add_option("--node-switch", f.node_switch,
+                 "the switch that sums inside a node (in_network_hierarchical): a rate or a preset name");
   cmd.add_option("--segment", f.segment, "pipelining segment, e.g. 1MiB");
   cmd.add_option("--straggler-ms", f.straggler_ms, "the last worker starts each iteration late");
   cmd.add_option("--symmetric-subset", f.symmetric_subset,
@@ -133,6 +137,12 @@ std::vector<FieldWrite> field_writes(const FieldFlags& f) {
     w.push_back({"--intra-link", P("/network/intra_node"), link_value(f.intra_link, "")});
   }
   if (!f.node.empty()) w.push_back({"--node", P("/network/node"), f.node});
+  if (!f.reducing_switch.empty()) {
+    w.push_back({"--switch", P("/network/switch"), link_value(f.reducing_switch, "")});
+  }
+  if (!f.node_switch.empty()) {
+    w.push_back({"--node-switch", P("/network/node_switch"), link_value(f.node_switch, "")});
+  }
   if (!f.segment.empty()) w.push_back({"--segment", P("/segment_bytes"), f.segment});
   if (f.straggler_ms >= 0) w.push_back({"--straggler-ms", P("/straggler_ms"), f.straggler_ms});
   if (f.symmetric_subset >= 0) {

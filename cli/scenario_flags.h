@@ -25,6 +25,7 @@ struct FieldFlags {
   int ranks_per_node = 0;
   std::string link, latency, intra_link;  // /network/inter_node, /network/intra_node
   std::string node;                       // /network/node
+  std::string reducing_switch, node_switch;  // /network/switch, /network/node_switch
   std::string segment;                    // /segment_bytes
   double straggler_ms = -1;
   int symmetric_subset = -1;  // --symmetric-subset: /symmetric_subset

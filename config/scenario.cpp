@@ -398,10 +398,10 @@ Topology scenario_topology(const Scenario& s, const Scheme& scheme, int workers)
       const LinkSpec& used = one_node && !s.network.switch_given ? inside : across;
       if (s.network.shaped && used.unlimited()) {
         refuse("/network/switch",
-               one_node ? "in_network needs a switch that sums: give network.switch (e.g. "
-                          "\"h100_nvls\") or a node preset whose switch does"
+               one_node ? "in_network needs a switch that sums: give network.switch "
+                          "(--switch; e.g. \"h100_nvls\") or a node preset whose switch does"
                         : "in_network across nodes needs the switch between them that "
-                          "sums: give network.switch (e.g. \"ib_ndr_sharp\")");
+                          "sums: give network.switch (--switch; e.g. \"ib_ndr_sharp\")");
       }
       // NVLS: the switch is the GPUs' own node's; SHARP: a switch of its
       // own, reached through each GPU's NIC.
@@ -413,12 +413,13 @@ Topology scenario_topology(const Scenario& s, const Scheme& scheme, int workers)
       if (s.network.shaped && per_node > 1 && inside.unlimited()) {
         refuse("/network/node_switch",
                "in_network_hierarchical needs a switch that sums inside each node: give "
-               "network.node_switch (e.g. \"h100_nvls\") or a node preset whose switch does");
+               "network.node_switch (--node-switch; e.g. \"h100_nvls\") or a node preset "
+               "whose switch does");
       }
       if (s.network.shaped && !one_node && across.unlimited()) {
         refuse("/network/switch",
                "in_network_hierarchical needs the switch between the nodes that sums: give "
-               "network.switch (e.g. \"ib_ndr_sharp\")");
+               "network.switch (--switch; e.g. \"ib_ndr_sharp\")");
       }
       t.add_switch(workers, workers, inside, /*in_node=*/true);
       t.add_switch(2 * workers, workers, across, /*in_node=*/false);

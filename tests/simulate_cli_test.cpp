@@ -163,6 +163,29 @@ TEST(SimulateCommand, SymmetricSubsetIsSaidAndRefusedOffTheSimulator) {
   fs::remove_all(dir);
 }
 
+// The switches that sum are flags too: in-network reduction across nodes
+// runs from flags alone, a switch no scheme of the run uses is refused by
+// its flag, and a missing one is asked for by its flag.
+TEST(SimulateCommand, SwitchesThatSumAreFlags) {
+  const fs::path dir = fs::temp_directory_path() / ("gradex_switch_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto [code, out] = simulate(dir, "-n 16 -s in_network -b 1MiB --link ib_hdr_200g "
+                                   "--switch ib_ndr_sharp --no-output");
+  EXPECT_EQ(code, 0) << out;
+  std::tie(code, out) = simulate(dir, "-n 16 -s in_network_hierarchical -b 1MiB --ranks-per-node 8 "
+                                      "--intra-link h100_nvlink --link ib_ndr_400g "
+                                      "--node-switch h100_nvls --switch 48GB/s --no-output");
+  EXPECT_EQ(code, 0) << out;
+  std::tie(code, out) = simulate(dir, "-n 4 -s ring -b 1MiB --link ib_hdr_200g --switch ib_ndr_sharp --no-output");
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("--switch: applies to the in_network schemes"), std::string::npos) << out;
+  std::tie(code, out) = simulate(dir, "-n 16 -s in_network -b 1MiB --link ib_hdr_200g --no-output");
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("give network.switch (--switch;"), std::string::npos) << out;
+  fs::remove_all(dir);
+}
+
 TEST(SimulateCommand, BadServersFlagIsBadInput) {
   const std::string cmd = std::string(GRADEX_BINARY) + " simulate " + GRADEX_SOURCE_DIR +
                           "/scenarios/quickstart.json --servers 0 > /dev/null 2>&1";
