@@ -22,6 +22,14 @@ namespace fs = std::filesystem;
 
 Scenario parse(const std::string& text) { return parse_scenario(nlohmann::json::parse(text)); }
 
+// An empty scratch folder of this process's own under the temporary one.
+fs::path fresh_dir(const std::string& prefix) {
+  const fs::path dir = fs::temp_directory_path() / (prefix + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
 TEST(SimScenario, AcceptsSimTransportAndHardwarePresets) {
   const Scenario s = parse(R"({"name": "x", "sizes": [1024], "transport": "sim",
       "network": {"intra_node": "h100_nvlink",
@@ -72,9 +80,7 @@ std::string slurp(const fs::path& p) {
 }
 
 TEST(SimulateCommand, PrintsModelBesideSimulationAndWritesCsv) {
-  const fs::path dir = fs::temp_directory_path() / ("gradex_simulate_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = fresh_dir("gradex_simulate_");
   std::ofstream(dir / "s.json") << R"({"name": "tiny", "workers": [4, 8], "schemes": ["ring", "ps"],
       "sizes": ["1MiB"], "transport": "inproc", "network": {"inter_node": "ib_hdr_200g"}})";
   const std::string cmd = std::string(GRADEX_BINARY) + " simulate " + (dir / "s.json").string() +
@@ -109,9 +115,7 @@ std::pair<int, std::string> simulate(const fs::path& dir, const std::string& arg
 // A training scenario simulates as well: its steps on virtual time, its
 // flags checked like any run's.
 TEST(SimulateCommand, TrainsATrainingScenarioAndQuietDropsTheLinePerSize) {
-  const fs::path dir = fs::temp_directory_path() / ("gradex_simulate_train_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = fresh_dir("gradex_simulate_train_");
   std::ofstream(dir / "t.json") << R"({"name": "t", "workers": 2, "schemes": ["ring", "ps"],
       "network": {"inter_node": "ib_hdr_200g"},
       "workload": {"kind": "train", "model": "resnet50", "fwd_ms": 1, "param_scale": 0.001,
@@ -140,9 +144,7 @@ TEST(SimulateCommand, TrainsATrainingScenarioAndQuietDropsTheLinePerSize) {
 // --symmetric-subset: the table says which rows a subset stood for, and a
 // command whose ranks are real refuses the flag by name.
 TEST(SimulateCommand, SymmetricSubsetIsSaidAndRefusedOffTheSimulator) {
-  const fs::path dir = fs::temp_directory_path() / ("gradex_subset_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = fresh_dir("gradex_subset_");
   auto [code, out] = simulate(dir, "-n 64 -s ring -b 1MiB --link ib_hdr_200g --no-output "
                                    "--symmetric-subset 8");
   EXPECT_EQ(code, 0) << out;
@@ -167,9 +169,7 @@ TEST(SimulateCommand, SymmetricSubsetIsSaidAndRefusedOffTheSimulator) {
 // runs from flags alone, a switch no scheme of the run uses is refused by
 // its flag, and a missing one is asked for by its flag.
 TEST(SimulateCommand, SwitchesThatSumAreFlags) {
-  const fs::path dir = fs::temp_directory_path() / ("gradex_switch_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = fresh_dir("gradex_switch_");
   auto [code, out] = simulate(dir, "-n 16 -s in_network -b 1MiB --link ib_hdr_200g "
                                    "--switch ib_ndr_sharp --no-output");
   EXPECT_EQ(code, 0) << out;
