@@ -28,8 +28,9 @@ void print_column(const Entries& entries, Name name, Text text) {
   }
 }
 
-// "<hardware>, <latency> us per hop" and the protocols, if any, with their
-// per-message cost and the share of the rate the payload gets.
+// "<hardware>, <latency> us per hop", the protocols, if any, with their
+// per-message cost and the share of the rate the payload gets, and the
+// launch a collective pays, if any.
 std::string describe_preset(const LinkPreset& p) {
   std::ostringstream out;
   out << p.hardware << ", " << p.link.latency_seconds * 1e6 << " us per hop";
@@ -37,6 +38,7 @@ std::string describe_preset(const LinkPreset& p) {
     out << "; " << proto.name << " " << proto.overhead_seconds * 1e6 << " us/msg at "
         << std::lround(proto.efficiency * 100) << "%";
   }
+  if (p.link.launch_seconds > 0) out << "; " << p.link.launch_seconds * 1e6 << " us launch";
   return out.str();
 }
 

@@ -67,7 +67,7 @@ Command add_simulate_command(CLI::App& parent) {
             if (scenario.training) return run_training_scenario(plans.front(), f, *quiet, out);
             print_preamble(out, scenario);
             out << "# simulated: virtual time, phantom buffers (values not checked); "
-                   "model = Scheme::model_time (alpha-beta)\n";
+                   "model = Scheme::predicted_time (alpha-beta, launch included)\n";
             std::vector<ResultRow> all;
             for (const RunPlan& plan : plans) {
               if (!plan.sweep.empty()) out << "#\n# sweep point: " << plan.sweep << "\n";

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "common/errors.h"
+#include "common/topology.h"
 
 namespace gradex {
 
@@ -12,6 +13,11 @@ Traffic& Traffic::operator+=(const Traffic& o) {
   messages_sent += o.messages_sent;
   messages_received += o.messages_received;
   return *this;
+}
+
+double Comm::launch_seconds() const {
+  const Topology* network = shaping();
+  return network == nullptr ? 0.0 : network->launch_seconds();
 }
 
 void Comm::check_peer(int peer, const char* what) const {

@@ -100,6 +100,9 @@ class Comm {
   // the simulator's), if any: what a scheme that chooses by the cost model
   // (auto) must model. A sub-group has none of its own.
   virtual const Topology* shaping() const { return nullptr; }
+  // What a collective on that network costs to launch
+  // (Topology::launch_seconds; 0 when none): a sub-group's is its parent's.
+  virtual double launch_seconds() const;
 
   Request isend(int peer, const void* data, std::size_t bytes, Tag tag);
   Request irecv(int peer, void* data, std::size_t bytes, Tag tag);
@@ -188,6 +191,7 @@ class SubComm final : public Comm {
   Clock& clock() override { return parent_.clock(); }
   std::chrono::milliseconds timeout() const override { return parent_.timeout(); }
   bool phantom_payloads() const override { return parent_.phantom_payloads(); }
+  double launch_seconds() const override { return parent_.launch_seconds(); }
   int parent_rank(int rank) const { return members_.at(static_cast<std::size_t>(rank)); }
   Comm& parent() { return parent_; }
 

@@ -10,6 +10,16 @@ namespace {
 [[noreturn]] void not_provided(Collective c) {
   throw Error("this scheme does not provide " + std::string(collective_name(c)));
 }
+
+// Only a virtual clock pays the launch: a run on real threads or processes
+// pays its own start-up in real time, and could not sleep a few
+// microseconds anyway (the system wakes a sleeper tens of them late).
+void pay_launch(Comm& comm) {
+  Clock& clock = comm.clock();
+  if (!clock.is_virtual()) return;
+  if (const double launch = comm.launch_seconds(); launch > 0) clock.sleep_until(clock.now() + launch);
+}
+
 }  // namespace
 
 void Scheme::reduce_scatter(Comm&, Tensor, ReduceOp) { not_provided(Collective::reduce_scatter); }
@@ -17,6 +27,7 @@ void Scheme::all_gather(Comm&, Tensor) { not_provided(Collective::all_gather); }
 void Scheme::broadcast(Comm&, Tensor) { not_provided(Collective::broadcast); }
 
 void Scheme::run(Comm& comm, Collective c, Tensor data, ReduceOp op) {
+  pay_launch(comm);
   switch (c) {
     case Collective::all_reduce: return allreduce(comm, data, op);
     case Collective::reduce_scatter: return reduce_scatter(comm, data, op);

@@ -69,7 +69,10 @@ class Scheme {
   virtual void reduce_scatter(Comm& comm, Tensor data, ReduceOp op);
   virtual void all_gather(Comm& comm, Tensor data);
   virtual void broadcast(Comm& comm, Tensor data);  // from worker kBroadcastRoot
-  // Runs collective `c` (op applies to those that reduce).
+  // Runs collective `c` (op applies to those that reduce) as a caller of
+  // the library would: on a simulated network it first pays the network's
+  // launch cost (Topology::launch_seconds), once, where a scheme calling
+  // another's collective inside its own does not.
   void run(Comm& comm, Collective c, Tensor data, ReduceOp op);
 
   // nccl-tests' bus-bandwidth factor: busbw = algbw * factor, the same for
@@ -91,6 +94,11 @@ class Scheme {
                                      DType dtype) const;
   virtual double collective_model_time(Collective c, std::size_t bytes,
                                        const Topology& topology) const;
+  // What the model predicts for one call of run(): the collective's model
+  // time plus the network's launch cost. The reports' model column.
+  double predicted_time(Collective c, std::size_t bytes, const Topology& topology) const {
+    return topology.launch_seconds() + collective_model_time(c, bytes, topology);
+  }
   // Message-sized buffers a worker holds besides its own data, so that a
   // plan can refuse what will not fit in memory before it runs (auto's
   // copy of the input while it measures).

@@ -8,6 +8,7 @@
 // seconds, starting when both are free, then pays the link latency.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <mutex>
 #include <string>
@@ -29,8 +30,9 @@ struct LinkProtocol {
 
 struct LinkSpec {
   LinkSpec() = default;
-  LinkSpec(double rate, double latency, std::vector<LinkProtocol> protos = {})
-      : bytes_per_second(rate), latency_seconds(latency), protocols(std::move(protos)) {}
+  LinkSpec(double rate, double latency, std::vector<LinkProtocol> protos = {}, double launch = 0)
+      : bytes_per_second(rate), latency_seconds(latency), protocols(std::move(protos)),
+        launch_seconds(launch) {}
 
   double bytes_per_second = 0;  // 0 means unlimited (no shaping)
   double latency_seconds = 0;
@@ -39,6 +41,10 @@ struct LinkSpec {
   // picks by its model (which makes the size threshold between two
   // protocols a consequence of their figures, not a third figure).
   std::vector<LinkProtocol> protocols;
+  // What a collective run over this link by a GPU library costs once,
+  // before its first message: the kernel launch and set-up NCCL's tuning
+  // model calls its base latency. 0 for links no such library drives.
+  double launch_seconds = 0;
 
   bool unlimited() const { return bytes_per_second <= 0; }
   // The protocol a message of `bytes` takes; nullptr when none is modelled.
@@ -120,6 +126,10 @@ struct Topology {
     return (same_node(endpoint, peer) ? intra : inter).bytes_per_second;
   }
   bool shaped() const { return !intra.unlimited() || !inter.unlimited(); }
+  // A collective's start-up on this network: the larger of its two links'
+  // launch costs (a GPU library's collective launches one kernel on every
+  // GPU, whichever links it then uses).
+  double launch_seconds() const { return std::max(intra.launch_seconds, inter.launch_seconds); }
   // The leaf above `endpoint`: -1 without a second tier, or for a switch
   // port across nodes (at the spine).
   int leaf_of(int endpoint) const;

@@ -32,11 +32,20 @@ std::vector<LinkProtocol> nvlink_protocols(double simple_efficiency) {
           {"Simple", kNvlinkSimpleStep, simple_efficiency}};
 }
 
+// A collective's launch (LinkSpec::launch_seconds): NCCL's tuning model
+// (src/graph/tuning.cc of NCCL 2.8, baseLat) starts a ring with the LL
+// protocol at 3.6 us, whatever the links. (Its Simple figure, 8.4 us, is
+// for messages large enough that the difference is a few per cent at
+// most: 1 MiB on 8 A100s takes about 50 us.) On 8 GPUs its ring at 8 bytes
+// is then 3.6 + 14 x 0.47 = 10.2 us.
+constexpr double kNcclLaunch = 3.6e-6;
+
 // InfiniBand through NCCL's network proxy: one protocol whose per-message
 // cost is fitted to the one published 8-byte point, nccl-tests issue #150
 // (2 nodes x 1 A100-80GB, one HDR NIC each): 8-byte all_reduce_perf
-// 19.90 us out of place, which a 2-rank ring spends on 2 messages.
-constexpr double kIbMessageCost = 19.90e-6 / 2;
+// 19.90 us out of place, which a 2-rank ring spends on its launch and 2
+// messages.
+constexpr double kIbMessageCost = (19.90e-6 - kNcclLaunch) / 2;
 
 }  // namespace
 
@@ -52,12 +61,12 @@ const std::vector<LinkPreset>& link_presets() {
       // AI-benchmarking-guide, ND A100 v4 results, NCCL 2.18.5), "~230GB/s"
       // in NVIDIA's words (nccl-tests issue #149): 230 / 300.
       {"a100_nvlink", "an A100's 12 NVLink 3.0 links through NVSwitch: 600 GB/s both ways = 300 GB/s one way",
-       {300e9, 0, nvlink_protocols(230.0 / 300.0)}},
+       {300e9, 0, nvlink_protocols(230.0 / 300.0), kNcclLaunch}},
       // NVIDIA H100 datasheet (SXM): "NVLink 900 GB/s" over 18 links, both ways.
       // Simple's efficiency: 8x H100 reach "370GB/s" ring bus bandwidth
       // with NCCL_ALGO=RING (NVIDIA, nccl-tests issue #212): 370 / 450.
       {"h100_nvlink", "an H100's 18 NVLink 4.0 links through NVSwitch: 900 GB/s both ways = 450 GB/s one way",
-       {450e9, 0, nvlink_protocols(370.0 / 450.0)}},
+       {450e9, 0, nvlink_protocols(370.0 / 450.0), kNcclLaunch}},
       // PCI-SIG PCIe 4.0 base specification: 16 GT/s per lane, x16.
       {"pcie4", "PCIe Gen4 x16: 16 GT/s x 16 lanes = 32 GB/s one way", {32e9, 10e-6}},
       // PCI-SIG PCIe 5.0 base specification: 32 GT/s per lane, x16.
@@ -70,13 +79,13 @@ const std::vector<LinkPreset>& link_presets() {
       // Efficiency: "24GB/s is the peak performance per 200G NIC" (NVIDIA,
       // nccl-tests issue #119): 24 / 25.
       {"ib_hdr_200g", "200 Gbit/s InfiniBand HDR (ConnectX-6) = 25 GB/s one way",
-       {25e9, 0, {{"net", kIbMessageCost, 24.0 / 25.0}}}},
+       {25e9, 0, {{"net", kIbMessageCost, 24.0 / 25.0}}, kNcclLaunch}},
       // NVIDIA ConnectX-7 datasheet: NDR InfiniBand, 400 Gb/s per port.
       // Efficiency: "46-48GB/s per NIC" (NVIDIA, nccl-tests issue #290): 48 /
       // 50. The per-message cost is HDR's (the same proxy path; no published
       // 8-byte NDR point was found).
       {"ib_ndr_400g", "400 Gbit/s InfiniBand NDR (ConnectX-7) = 50 GB/s one way",
-       {50e9, 0, {{"net", kIbMessageCost, 48.0 / 50.0}}}},
+       {50e9, 0, {{"net", kIbMessageCost, 48.0 / 50.0}}, kNcclLaunch}},
       // Switches that reduce (`network.switch`, the in_network scheme): the
       // rate is what the switch sums per GPU, payload bytes.
       // NVLink SHARP on H100 NVSwitch: "On 8 GPUs, you should reach a peak

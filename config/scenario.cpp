@@ -84,8 +84,8 @@ LinkSpec read_link(JsonReader& parent, const std::string& key, bool& present) {
   present = true;
   // A hardware name (config/link_presets.h): "ib_hdr_200g", or an object
   // {"preset": ..., "latency": ...} to override its latency, and
-  // "protocols": false to drop its protocol costs (the datasheet's rate,
-  // as a back-of-the-envelope analysis assumes it).
+  // "protocols": false to drop its protocol and launch costs (the
+  // datasheet's rate, as a back-of-the-envelope analysis assumes it).
   if (const auto* name = parent.find(key); name->is_string()) {
     return find_link_preset(name->get<std::string>(), parent.child(key));
   }
@@ -100,7 +100,10 @@ LinkSpec read_link(JsonReader& parent, const std::string& key, bool& present) {
       if (!protocols->is_boolean()) {
         throw ConfigError(link.child("protocols"), "expected true or false, got " + json_kind(*protocols));
       }
-      if (!protocols->get<bool>()) spec.protocols.clear();
+      if (!protocols->get<bool>()) {
+        spec.protocols.clear();
+        spec.launch_seconds = 0;
+      }
     }
   } else if (link.has("protocols")) {
     throw ConfigError(link.child("protocols"), "applies to a preset's link only");

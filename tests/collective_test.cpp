@@ -154,7 +154,7 @@ TEST_P(Provided, ModelAgreesWithTheSimulatorWithoutContention) {
     req.topology = Topology::grouped(n, 1, scheme->endpoints() - n, {100 * kGB, 1e-6},
                                      {10 * kGB, 5e-6});
     const double simulated = sim::simulate_allreduce(*scheme, req).seconds;
-    const double model = scheme->collective_model_time(c, req.count * 4, req.topology);
+    const double model = scheme->predicted_time(c, req.count * 4, req.topology);
     ASSERT_GT(model, 0);
     // A parameter server's flows share its hosts' ports by design; its
     // model counts the busiest port's bytes per phase, a latency each, as
@@ -218,7 +218,7 @@ TEST(HierarchicalCollectives, TwoLevelsEndWithBlockROnEveryRank) {
         big.count = std::size_t{8} << 20;
         big.topology = Topology::grouped(n, g, 0, {100 * kGB, 1e-6}, {10 * kGB, 5e-6}, true);
         const double simulated = sim::simulate_allreduce(*scheme, big).seconds;
-        const double model = scheme->collective_model_time(c, big.count * 4, big.topology);
+        const double model = scheme->predicted_time(c, big.count * 4, big.topology);
         // (the tree's block collectives: an approximation, see above)
         EXPECT_NEAR(simulated / model, 1.0, std::string(inter) == "tree" ? 0.15 : 0.05)
             << inter << " n " << n << " g " << g << " sim " << simulated << " model " << model;
@@ -243,7 +243,7 @@ TEST(PipelinedBroadcast, ModelAgreesWithTheSimulatorOnNodesSharingANic) {
       req.count = std::size_t{8} << 20;
       req.topology = Topology::grouped(16, 4, 0, {100 * kGB, 1e-6}, {10 * kGB, 5e-6}, true);
       const double simulated = sim::simulate_allreduce(*scheme, req).seconds;
-      const double model = scheme->collective_model_time(Collective::broadcast, req.count * 4,
+      const double model = scheme->predicted_time(Collective::broadcast, req.count * 4,
                                                          req.topology);
       EXPECT_NEAR(simulated / model, 1.0, 0.05)
           << name << " inter " << inter << " sim " << simulated << " model " << model;

@@ -100,13 +100,7 @@ void broadcast_from_worker0(GradientExchange& exchange, Comm& comm, Tensor data)
 }
 
 void SchemeExchange::serve(Comm& comm, const ExchangeCall& call) {
-  const Tensor sizes{nullptr, call.count, call.dtype};
-  switch (call.collective) {
-    case Collective::all_reduce: return scheme_->allreduce(comm, sizes, call.op);
-    case Collective::reduce_scatter: return scheme_->reduce_scatter(comm, sizes, call.op);
-    case Collective::all_gather: return scheme_->all_gather(comm, sizes);
-    case Collective::broadcast: return scheme_->broadcast(comm, sizes);
-  }
+  scheme_->run(comm, call.collective, Tensor{nullptr, call.count, call.dtype}, call.op);
 }
 
 }  // namespace gradex

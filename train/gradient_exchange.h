@@ -68,23 +68,27 @@ class SchemeExchange final : public GradientExchange {
   explicit SchemeExchange(std::unique_ptr<Scheme> scheme) : scheme_(std::move(scheme)) {}
   int workers() const override { return scheme_->workers(); }
   int endpoints() const override { return scheme_->endpoints(); }
+  // Through Scheme::run: each exchange is a collective of its own, launch
+  // included.
   void allreduce(Comm& comm, Tensor data, ReduceOp op) override {
-    scheme_->allreduce(comm, data, op);
+    scheme_->run(comm, Collective::all_reduce, data, op);
   }
   void serve(Comm& comm, const ExchangeCall& call) override;
   // The scheme's own broadcast where it provides one and runs it on the
   // workers alone (a dedicated server sits out training's broadcast).
   void broadcast(Comm& comm, Tensor data) override {
     if (scheme_->provides(Collective::broadcast) && scheme_->endpoints() == workers()) {
-      return scheme_->broadcast(comm, data);
+      return scheme_->run(comm, Collective::broadcast, data, ReduceOp::sum);
     }
     GradientExchange::broadcast(comm, data);
   }
   bool provides(Collective c) const override { return scheme_->provides(c); }
   void reduce_scatter(Comm& comm, Tensor data, ReduceOp op) override {
-    scheme_->reduce_scatter(comm, data, op);
+    scheme_->run(comm, Collective::reduce_scatter, data, op);
   }
-  void all_gather(Comm& comm, Tensor data) override { scheme_->all_gather(comm, data); }
+  void all_gather(Comm& comm, Tensor data) override {
+    scheme_->run(comm, Collective::all_gather, data, ReduceOp::sum);
+  }
   std::optional<Traffic> declared_traffic(Collective c, int endpoint, std::size_t count,
                                           DType dtype) const override {
     return scheme_->collective_traffic(c, endpoint, count, dtype);
