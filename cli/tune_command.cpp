@@ -1,9 +1,10 @@
 // gradex tune: measures every candidate of the auto scheme at each of the
 // scenario's sizes and worker counts on its (real) transport, between
 // threads or (--processes) as `gradex launch` runs it, in rounds
-// whose order reverses each time, and writes OUT/tuned.json: per size the
-// scheme with the lowest median time over the rounds, and every
-// candidate's time. A scenario's "auto": {"table": "OUT/tuned.json"} then
+// whose order reverses each time, then measures again, in more rounds,
+// the contenders (the candidates within kContenderMargin of a size's
+// fastest), and writes OUT/tuned.json: per size the scheme with the lowest
+// median time over its rounds, and every candidate's time. A scenario's "auto": {"table": "OUT/tuned.json"} then
 // makes auto run those choices (NCCL's tuner plug-ins; Horovod's autotune).
 #include <fcntl.h>
 #include <unistd.h>
@@ -37,10 +38,18 @@ namespace {
 // Rounds per tuning: enough for a median that one disturbed round does not
 // move, few enough to tune a sweep in minutes.
 constexpr int kDefaultRounds = 3;
+// Then the contenders again: among a score of candidates a few per cent
+// apart (segment sizes of one scheme often are), three rounds' noise picks
+// the winner as much as the candidates do; more rounds of the few within
+// this margin of a size's fastest settle it, for a fraction of the time
+// the first rounds took.
+constexpr int kDefaultConfirmRounds = 4;
+constexpr double kContenderMargin = 0.10;
 
 struct TuneFlags {
   ScenarioFlags scenario;
   int rounds = kDefaultRounds;
+  int confirm_rounds = kDefaultConfirmRounds;
   bool processes = false;  // each round as `gradex launch`: one process per rank
 };
 
@@ -126,16 +135,21 @@ std::vector<std::string> candidates_at(const TuneFlags& f, int workers) {
 // scheme with a median per round.
 using Times = std::map<std::size_t, std::map<std::string, std::vector<double>>>;
 
-Times measure_rounds(const TuneFlags& f, int workers, std::ostream& out) {
-  std::vector<std::string> order = candidates_at(f, workers);
-  Times times;
-  const ScratchFolder scratch;
-  for (int round = 1; round <= f.rounds; ++round) {
+double median_of(const std::vector<double>& xs) {
+  Measurement m;
+  m.seconds = xs;
+  return m.median();
+}
+
+// Rounds [first, last] of `order` on `workers`, their times added to `times`.
+void measure_rounds(const TuneFlags& f, int workers, std::vector<std::string> order, int first,
+                    int last, const ScratchFolder& scratch, Times& times, std::ostream& out) {
+  for (int round = first; round <= last; ++round) {
     ScenarioFlags one = f.scenario;
     one.workers = {workers};
     one.schemes = order;
     one.no_output = true;
-    out << "# " << workers << " workers, round " << round << " of " << f.rounds << ":";
+    out << "# " << workers << " workers, round " << round << " of " << last << ":";
     for (const std::string& name : order) out << " " << name;
     out << (f.processes ? " (as processes)" : "") << std::endl;
     const RunPlan plan = load_plan(one);
@@ -151,13 +165,36 @@ Times measure_rounds(const TuneFlags& f, int workers, std::ostream& out) {
     }
     std::reverse(order.begin(), order.end());  // who goes first changes the times
   }
-  return times;
 }
 
-double median_of(const std::vector<double>& xs) {
-  Measurement m;
-  m.seconds = xs;
-  return m.median();
+
+// Each size's median times on `workers`.
+std::vector<TunedSize> medians(const Times& times, int workers) {
+  std::vector<TunedSize> sizes;
+  for (const auto& [bytes, per_scheme] : times) {
+    TunedSize s{workers, bytes, {}};
+    for (const auto& [name, rounds] : per_scheme) s.seconds[name] = median_of(rounds);
+    sizes.push_back(std::move(s));
+  }
+  return sizes;
+}
+
+// Every candidate in f.rounds rounds, then the contenders in
+// f.confirm_rounds more (none when one candidate leads every size by more
+// than the margin).
+std::vector<TunedSize> measure_candidates(const TuneFlags& f, int workers, std::ostream& out) {
+  const std::vector<std::string> order = candidates_at(f, workers);
+  Times times;
+  const ScratchFolder scratch;
+  measure_rounds(f, workers, order, 1, f.rounds, scratch, times, out);
+  if (f.confirm_rounds == 0) return medians(times, workers);
+  const std::vector<std::string> close = contenders(medians(times, workers), order, kContenderMargin);
+  if (close.size() < 2) return medians(times, workers);
+  out << "# " << close.size() << " of " << order.size() << " candidates within "
+      << kContenderMargin * 100 << "% of a size's fastest, measured again" << std::endl;
+  measure_rounds(f, workers, close, f.rounds + 1, f.rounds + f.confirm_rounds, scratch, times,
+                 out);
+  return medians(times, workers);
 }
 
 void print_choice(std::ostream& out, const TunedSize& size) {
@@ -178,6 +215,7 @@ void print_choice(std::ostream& out, const TunedSize& size) {
 
 int tune(const TuneFlags& f, std::ostream& out) {
   if (f.rounds < 1) throw ConfigError("--rounds", "must be at least 1");
+  if (f.confirm_rounds < 0) throw ConfigError("--confirm-rounds", "must not be negative");
   if (!f.scenario.schemes.empty()) {
     throw ConfigError("--schemes", "tune measures auto's candidates: it takes no schemes");
   }
@@ -201,14 +239,11 @@ int tune(const TuneFlags& f, std::ostream& out) {
   check_output_folder(sc.output, f.scenario.output.empty() ? scenario_label(f.scenario) + "#/output" : "-o");
   out << provenance_line() << "\n# gradex tune: " << scenario_label(f.scenario) << ", transport "
       << sc.transport << (f.processes ? " between processes" : "") << ", " << f.rounds
-      << " rounds, order reversed each round\n";
+      << " rounds, then " << f.confirm_rounds
+      << " of the contenders, order reversed each round\n";
   std::vector<TunedSize> sizes;
   for (int workers : sc.workers) {
-    for (const auto& [bytes, per_scheme] : measure_rounds(f, workers, out)) {
-      TunedSize s{workers, bytes, {}};
-      for (const auto& [name, rounds] : per_scheme) s.seconds[name] = median_of(rounds);
-      sizes.push_back(std::move(s));
-    }
+    for (TunedSize& s : measure_candidates(f, workers, out)) sizes.push_back(std::move(s));
   }
   out << "#\n#" << std::setw(7) << "workers" << std::setw(12) << "size (B)" << std::setw(20)
       << "fastest" << std::setw(12) << "time (us)" << std::setw(20) << "next" << std::setw(9)
@@ -216,6 +251,7 @@ int tune(const TuneFlags& f, std::ostream& out) {
   for (const TunedSize& s : sizes) print_choice(out, s);
   const nlohmann::json about = {{"machine", describe_machine()},
                                 {"rounds", f.rounds},
+                                {"confirm_rounds", f.confirm_rounds},
                                 {"processes", f.processes},
                                 {"scenario", sc.source}};
   const std::filesystem::path file = std::filesystem::path(sc.output) / "tuned.json";
@@ -236,6 +272,8 @@ Command add_tune_command(CLI::App& parent) {
   cmd->add_option("-o,--output", flags->scenario.output,
                   "folder for tuned.json (overrides the scenario's \"output\")");
   cmd->add_option("--rounds", flags->rounds, "rounds, each candidate's order reversed (default 3)");
+  cmd->add_option("--confirm-rounds", flags->confirm_rounds,
+                  "more rounds of the candidates within 10% of a size's fastest (default 4; 0: none)");
   cmd->add_flag("--processes", flags->processes,
                 "run each round as gradex launch does, one process per rank (tcp, zmq)");
   add_unshaped_flag(*cmd, flags->scenario);

@@ -15,6 +15,21 @@ std::string fastest(const TunedSize& size) {
   return best->first;
 }
 
+std::vector<std::string> contenders(const std::vector<TunedSize>& sizes,
+                                    const std::vector<std::string>& order, double margin) {
+  std::vector<std::string> close;
+  for (const std::string& name : order) {
+    for (const TunedSize& size : sizes) {
+      const auto it = size.seconds.find(name);
+      if (it != size.seconds.end() && it->second <= (1 + margin) * size.seconds.at(fastest(size))) {
+        close.push_back(name);
+        break;
+      }
+    }
+  }
+  return close;
+}
+
 nlohmann::json tuned_table_json(const std::string& transport, const std::vector<TunedSize>& sizes,
                                 const nlohmann::json& about) {
   nlohmann::json doc;

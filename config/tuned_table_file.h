@@ -27,6 +27,11 @@ nlohmann::json tuned_table_json(const std::string& transport, const std::vector<
                                 const nlohmann::json& about);
 // The fastest scheme of one tuned size (ties: the first by name).
 std::string fastest(const TunedSize& size);
+// The schemes of `order` (in that order) within `margin` of the fastest
+// (time <= (1 + margin) x its time) at one size at least: those worth
+// measuring again.
+std::vector<std::string> contenders(const std::vector<TunedSize>& sizes,
+                                    const std::vector<std::string>& order, double margin);
 
 // Reads a table; ConfigError naming `field` and the file's JSON pointer of
 // the value at fault.

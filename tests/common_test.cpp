@@ -19,6 +19,7 @@
 #include "common/units.h"
 #include "common/verify.h"
 #include "common/watchdog.h"
+#include "config/tuned_table_file.h"
 
 namespace gradex {
 namespace {
@@ -345,6 +346,20 @@ TEST(TunedTable, TheNearestTunedSizeAtOrBelowDecides) {
   EXPECT_EQ(t.find(8, 1 << 30)->scheme, "c");
   EXPECT_EQ(t.find(2, 4096), nullptr);
   EXPECT_EQ(t.worker_counts(), (std::vector<int>{4, 8}));
+}
+
+// gradex tune measures again the candidates within a margin of a size's
+// fastest at some size: in the candidates' order, each once, and none that
+// trails at every size.
+TEST(TunedTable, ContendersAreWithinTheMarginOfASizesFastestSomewhere) {
+  const std::vector<TunedSize> sizes = {
+      {4, 4096, {{"a", 1.00}, {"b", 1.05}, {"c", 1.50}, {"d", 2.00}}},
+      {4, 1 << 20, {{"a", 3.00}, {"b", 2.50}, {"c", 2.75}, {"d", 2.76}}}};
+  EXPECT_EQ(contenders(sizes, {"d", "c", "b", "a"}, 0.10),
+            (std::vector<std::string>{"c", "b", "a"}));
+  EXPECT_EQ(contenders(sizes, {"a", "b", "c", "d"}, 0.0), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(contenders(sizes, {"a", "b", "c", "d"}, 0.11),
+            (std::vector<std::string>{"a", "b", "c", "d"}));
 }
 
 }  // namespace
