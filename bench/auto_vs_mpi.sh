@@ -29,7 +29,7 @@ cd "$root"
 gradex="$build/gradex"
 [ -x "$gradex" ] || { echo "auto_vs_mpi: $gradex not built" >&2; exit 2; }
 command -v mpirun > /dev/null || { echo "auto_vs_mpi: mpirun not found (scripts/setup.sh installs Open MPI)" >&2; exit 2; }
-"$gradex" list | grep -q '^ *mpi ' || { echo "auto_vs_mpi: $gradex was built without MPI" >&2; exit 2; }
+"$gradex" list | grep '^ *mpi ' > /dev/null || { echo "auto_vs_mpi: $gradex was built without MPI" >&2; exit 2; }
 
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT

@@ -25,7 +25,7 @@ cd "$root"
 gradex="$build/gradex"
 [ -x "$gradex" ] || { echo "collectives_vs_mpi: $gradex not built" >&2; exit 2; }
 command -v mpirun > /dev/null || { echo "collectives_vs_mpi: mpirun not found (scripts/setup.sh installs Open MPI)" >&2; exit 2; }
-"$gradex" list | grep -q '^ *mpi ' || { echo "collectives_vs_mpi: $gradex was built without MPI" >&2; exit 2; }
+"$gradex" list | grep '^ *mpi ' > /dev/null || { echo "collectives_vs_mpi: $gradex was built without MPI" >&2; exit 2; }
 
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT

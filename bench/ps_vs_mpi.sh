@@ -27,7 +27,7 @@ cd "$root"
 gradex="$build/gradex"
 [ -x "$gradex" ] || { echo "ps_vs_mpi: $gradex not built" >&2; exit 2; }
 command -v mpirun > /dev/null || { echo "ps_vs_mpi: mpirun not found (scripts/setup.sh installs Open MPI)" >&2; exit 2; }
-"$gradex" list | grep -q '^ *mpi_reduce_bcast ' || { echo "ps_vs_mpi: $gradex was built without MPI" >&2; exit 2; }
+"$gradex" list | grep '^ *mpi_reduce_bcast ' > /dev/null || { echo "ps_vs_mpi: $gradex was built without MPI" >&2; exit 2; }
 
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT

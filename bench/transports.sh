@@ -34,7 +34,7 @@ cd "$root"
 gradex="$build/gradex"
 [ -x "$gradex" ] || { echo "transports: $gradex not built" >&2; exit 2; }
 command -v mpirun > /dev/null || { echo "transports: mpirun not found (scripts/setup.sh installs Open MPI)" >&2; exit 2; }
-"$gradex" list | grep -q '^ *mpi ' || { echo "transports: $gradex was built without MPI" >&2; exit 2; }
+"$gradex" list | grep '^ *mpi ' > /dev/null || { echo "transports: $gradex was built without MPI" >&2; exit 2; }
 
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
