@@ -4,12 +4,14 @@
 // whose order reverses each time, then measures again, in more rounds,
 // the contenders (the candidates within kContenderMargin of a size's
 // fastest), and writes OUT/tuned.json: per size the scheme with the lowest
-// median time over its rounds, and every candidate's time. A scenario's "auto": {"table": "OUT/tuned.json"} then
-// makes auto run those choices (NCCL's tuner plug-ins; Horovod's autotune).
+// median time over its rounds, and every candidate's time. A scenario's
+// "auto": {"table": "OUT/tuned.json"} then makes auto run those choices
+// (NCCL's tuner plug-ins; Horovod's autotune).
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -167,7 +169,6 @@ void measure_rounds(const TuneFlags& f, int workers, std::vector<std::string> or
   }
 }
 
-
 // Each size's median times on `workers`.
 std::vector<TunedSize> medians(const Times& times, int workers) {
   std::vector<TunedSize> sizes;
@@ -187,9 +188,10 @@ std::vector<TunedSize> measure_candidates(const TuneFlags& f, int workers, std::
   Times times;
   const ScratchFolder scratch;
   measure_rounds(f, workers, order, 1, f.rounds, scratch, times, out);
-  if (f.confirm_rounds == 0) return medians(times, workers);
-  const std::vector<std::string> close = contenders(medians(times, workers), order, kContenderMargin);
-  if (close.size() < 2) return medians(times, workers);
+  std::vector<TunedSize> first = medians(times, workers);
+  if (f.confirm_rounds == 0) return first;
+  const std::vector<std::string> close = contenders(first, order, kContenderMargin);
+  if (close.size() < 2) return first;
   out << "# " << close.size() << " of " << order.size() << " candidates within "
       << kContenderMargin * 100 << "% of a size's fastest, measured again" << std::endl;
   measure_rounds(f, workers, close, f.rounds + 1, f.rounds + f.confirm_rounds, scratch, times,
@@ -271,9 +273,14 @@ Command add_tune_command(CLI::App& parent) {
   add_scenario_flags(*cmd, flags->scenario, true);
   cmd->add_option("-o,--output", flags->scenario.output,
                   "folder for tuned.json (overrides the scenario's \"output\")");
-  cmd->add_option("--rounds", flags->rounds, "rounds, each candidate's order reversed (default 3)");
+  cmd->add_option("--rounds", flags->rounds,
+                  "rounds, each candidate's order reversed (default " +
+                      std::to_string(kDefaultRounds) + ")");
   cmd->add_option("--confirm-rounds", flags->confirm_rounds,
-                  "more rounds of the candidates within 10% of a size's fastest (default 4; 0: none)");
+                  "more rounds of the candidates within " +
+                      std::to_string(std::lround(kContenderMargin * 100)) +
+                      "% of a size's fastest (default " + std::to_string(kDefaultConfirmRounds) +
+                      "; 0: none)");
   cmd->add_flag("--processes", flags->processes,
                 "run each round as gradex launch does, one process per rank (tcp, zmq)");
   add_unshaped_flag(*cmd, flags->scenario);
