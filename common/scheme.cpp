@@ -17,7 +17,9 @@ namespace {
 void pay_launch(Comm& comm) {
   Clock& clock = comm.clock();
   if (!clock.is_virtual()) return;
-  if (const double launch = comm.launch_seconds(); launch > 0) clock.sleep_until(clock.now() + launch);
+  if (const double launch = comm.launch_seconds(); launch > 0) {
+    clock.sleep_until(clock.now() + launch);
+  }
 }
 
 }  // namespace

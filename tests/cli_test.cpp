@@ -195,7 +195,8 @@ TEST_F(Cli, TuneWritesATableThatAutoRuns) {
            {"tune -n 2 -b 4K --transport sim -o " + out.string(), "--transport: tune measures a real transport"},
            {"tune -n 2 -b 4K", "-o: missing"},
            {"tune -n 2 -b 4K --rounds 0 -o " + out.string(), "--rounds: must be at least 1"},
-           {"tune -n 2 -b 4K --confirm-rounds -1 -o " + out.string(), "--confirm-rounds: must not be negative"},
+           {"tune -n 2 -b 4K --confirm-rounds -1 -o " + out.string(),
+            "--confirm-rounds: must not be negative"},
            {"tune -n 2 -b 4K --processes -o " + out.string(), "--processes: applies to tcp and zmq"}}) {
     const Outcome bad = gradex(args);
     EXPECT_EQ(bad.code, 2) << args;

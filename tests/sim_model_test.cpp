@@ -37,6 +37,11 @@ double tolerance(const std::string& name) {
   return 1e-9;
 }
 
+// What the model predicts for one all-reduce of `bytes`, launch included.
+double modelled(const Scheme& scheme, std::size_t bytes, const Topology& topology) {
+  return scheme.predicted_time(Collective::all_reduce, bytes, topology);
+}
+
 // A straggler: no scheme can finish before the last worker, which enters
 // 1 ms late, has contributed, and none gets faster. How much of the delay
 // a scheme hides depends on it: the ring's lock-step passes lose all of
@@ -81,12 +86,10 @@ TEST(Launch, EverySchemePaysItOncePerCollective) {
     req.topology = Topology::grouped(4, 2, scheme->endpoints() - 4, {10 * kGB, 1e-6},
                                      {1 * kGB, 5e-6});
     const double plain = simulate_allreduce(*scheme, req).seconds;
-    const double plain_model = scheme->predicted_time(Collective::all_reduce, req.count * 4,
-                                                      req.topology);
+    const double plain_model = modelled(*scheme, req.count * 4, req.topology);
     req.topology.inter.launch_seconds = kLaunch;
     EXPECT_NEAR(simulate_allreduce(*scheme, req).seconds, plain + kLaunch, 1e-12) << name;
-    EXPECT_NEAR(scheme->predicted_time(Collective::all_reduce, req.count * 4, req.topology),
-                plain_model + kLaunch, 1e-12)
+    EXPECT_NEAR(modelled(*scheme, req.count * 4, req.topology), plain_model + kLaunch, 1e-12)
         << name;
   }
 }
@@ -104,7 +107,7 @@ TEST(Launch, EightA100sAtEightBytesTakeNcclsModelledTime) {
   req.topology = Topology::grouped(8, 8, 0, find_link_preset("a100_nvlink", "test"),
                                    find_link_preset("ib_hdr_200g", "test"));
   EXPECT_NEAR(simulate_allreduce(*ring, req).seconds, 10.18e-6, 1e-9);
-  EXPECT_NEAR(ring->predicted_time(Collective::all_reduce, 8, req.topology), 10.18e-6, 1e-9);
+  EXPECT_NEAR(modelled(*ring, 8, req.topology), 10.18e-6, 1e-9);
 }
 
 class ModelVsSim : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
@@ -125,7 +128,7 @@ TEST_P(ModelVsSim, AgreeWithoutContention) {
   req.topology = Topology::grouped(n, per_node, scheme->endpoints() - n, {100 * kGB, 1e-6},
                                    {10 * kGB, 5e-6});
   const double simulated = simulate_allreduce(*scheme, req).seconds;
-  const double model = scheme->predicted_time(Collective::all_reduce, req.count * 4, req.topology);
+  const double model = modelled(*scheme, req.count * 4, req.topology);
   ASSERT_GT(model, 0);
   EXPECT_NEAR(simulated / model, 1.0, tolerance(name)) << "sim " << simulated << " model " << model;
 }
@@ -160,7 +163,7 @@ TEST(ModelVsSim, SharedNodeNicMakesMessagesTakeTurns) {
       req.topology = Topology::grouped(n, 2, 0, {100 * kGB, 1e-6}, {10 * kGB, 5e-6},
                                        /*nic_per_node=*/true);
       const double simulated = simulate_allreduce(*scheme, req).seconds;
-      const double model = scheme->predicted_time(Collective::all_reduce, req.count * 4, req.topology);
+      const double model = modelled(*scheme, req.count * 4, req.topology);
       EXPECT_NEAR(simulated / model, 1.0, 1e-9) << name << " n " << n;
     }
   }
@@ -180,7 +183,7 @@ TEST(ModelVsSim, PipelinedTreeAtAnyWorldSize) {
     SimRequest req;
     req.count = std::size_t{16} << 20;  // 64 MiB of f32: 32 segments per half
     req.topology = Topology::grouped(n, 1, 0, {}, {450 * kGB, 5e-6});
-    const double model = tree->predicted_time(Collective::all_reduce, req.count * 4, req.topology);
+    const double model = modelled(*tree, req.count * 4, req.topology);
     const double sim = simulate_allreduce(*tree, req).seconds;
     EXPECT_NEAR(sim / model, 1.0, n % 2 == 0 ? 0.03 : 0.08) << "n " << n;
   }
@@ -234,7 +237,7 @@ TEST(ModelVsSim, PipelinedPsOverlapsPushAndPull) {
     req.count = static_cast<std::size_t>(gigabyte / 4);
     req.topology = Topology::grouped(n, 1, k, {}, {25 * kGB, 0});
     const double sim = simulate_allreduce(*pipelined, req).seconds;
-    const double model = pipelined->predicted_time(Collective::all_reduce, req.count * 4, req.topology);
+    const double model = modelled(*pipelined, req.count * 4, req.topology);
     EXPECT_NEAR(sim / model, 1.0, 0.05) << "n " << n << " k " << k << " sim " << sim;
     const double push_then_pull = simulate_allreduce(*sequential, req).seconds;
     // n/k servers' worth of traffic through each server NIC, once instead of twice.
@@ -265,7 +268,7 @@ TEST(ModelVsSim, ParameterServersOnAGrid) {
           req.count = bytes / 4;
           req.topology = Topology::grouped(n, 1, scheme->endpoints() - n, {}, link);
           const double sim = simulate_allreduce(*scheme, req).seconds;
-          const double model = scheme->predicted_time(Collective::all_reduce, bytes, req.topology);
+          const double model = modelled(*scheme, bytes, req.topology);
           EXPECT_NEAR(sim / model, 1.0, name == "ps_hybrid" ? 0.1 : 0.05)
               << name << " n " << n << " k " << k << " bytes " << bytes;
         }
@@ -300,7 +303,7 @@ TEST(ModelVsSim, HybridPsMeetsTheoremOne) {
       EXPECT_LE(sim, (theorem + fill) * (1 + 1e-6)) << "n " << n << " k " << k;
       EXPECT_NEAR(sim / theorem, 1.0, 0.05) << "n " << n << " k " << k << " sim " << sim;
       EXPECT_GE(sim, theorem * 0.999) << "n " << n << " k " << k << ": faster than the optimum";
-      EXPECT_NEAR(hybrid->predicted_time(Collective::all_reduce, req.count * 4, req.topology), sim, 0.01 * sim)
+      EXPECT_NEAR(modelled(*hybrid, req.count * 4, req.topology), sim, 0.01 * sim)
           << "n " << n << " k " << k;
     }
   }
@@ -330,7 +333,7 @@ TEST(ModelVsSim, InNetworkReductionTakesSOverTheSlowerPort) {
       const double ideal = gib / std::min(link, switch_rate);
       EXPECT_NEAR(sim / ideal, 1.0, 0.05) << "in node " << in_node << " switch " << switch_rate;
       EXPECT_GE(sim, ideal * 0.999);
-      EXPECT_NEAR(scheme->predicted_time(Collective::all_reduce, req.count * 4, req.topology), sim, 0.02 * sim);
+      EXPECT_NEAR(modelled(*scheme, req.count * 4, req.topology), sim, 0.02 * sim);
     }
   }
 }
@@ -360,7 +363,7 @@ TEST(ModelVsSim, TwoLevelInNetworkReductionRunsAtItsBusiestPort) {
   const double bound = gib / 8 / (48 * kGB);  // S/G through a rail port, each way
   EXPECT_GE(r.seconds, bound);
   EXPECT_NEAR(r.seconds / bound, 1.0, 0.1);
-  EXPECT_NEAR(scheme->predicted_time(Collective::all_reduce, req.count * 4, req.topology), r.seconds, 0.05 * r.seconds);
+  EXPECT_NEAR(modelled(*scheme, req.count * 4, req.topology), r.seconds, 0.05 * r.seconds);
   EXPECT_EQ(r.traffic[0].bytes_sent, scheme->expected_traffic(0, req.count, DType::f32).bytes_sent);
 
   SchemeOptions node = o;
@@ -401,7 +404,7 @@ TEST(ModelVsSim, AnOversubscribedSpineSlowsWhatCrossesIt) {
         req.topology.nodes_per_leaf = 8;
         req.topology.oversubscription = ratio;
         const double sim = simulate_allreduce(*scheme, req).seconds;
-        const double fit = sim / scheme->predicted_time(Collective::all_reduce, bytes, req.topology);
+        const double fit = sim / modelled(*scheme, bytes, req.topology);
         if (ratio == 1.0) {
           // A non-blocking spine is the flat network: the ring's known
           // latency gap is the widest, under 10%.
@@ -434,7 +437,7 @@ TEST(ModelVsSim, RingAtAnyWorldSize) {
     SimRequest req;
     req.count = std::size_t(n) * 1000;
     req.topology = Topology::grouped(n, 1, 0, {}, {kGB, 3e-6});
-    const double model = ring->predicted_time(Collective::all_reduce, req.count * 4, req.topology);
+    const double model = modelled(*ring, req.count * 4, req.topology);
     EXPECT_NEAR(simulate_allreduce(*ring, req).seconds, model, model * 1e-9) << "n " << n;
   }
 }
@@ -457,7 +460,7 @@ TEST(ModelVsSim, RingAcrossNodesPaysEachHopsLatencyAlongItsChain) {
     SimRequest req;
     req.count = static_cast<std::size_t>(n);  // a float a block
     req.topology = Topology::grouped(n, per_node, 0, nvlink, ib);
-    const double model = ring->predicted_time(Collective::all_reduce, req.count * 4, req.topology);
+    const double model = modelled(*ring, req.count * 4, req.topology);
     const double sim = simulate_allreduce(*ring, req).seconds;
     EXPECT_NEAR(sim, model, model * 1e-4) << n << " ranks, " << per_node << " per node";
     // Far below a NIC's latency at every one of the 2 (n-1) steps.
@@ -481,9 +484,9 @@ TEST(ModelVsSim, SlicedRingPaysItsLatenciesPerSlice) {
     SimRequest req;
     req.count = (std::size_t{64} << 20) / 4 + 1000;  // 8 slices and a short one
     req.topology = Topology::grouped(n, 1, 0, {}, {25 * kGB, kLatency});
-    const double model = ring->predicted_time(Collective::all_reduce, req.count * 4, req.topology);
+    const double model = modelled(*ring, req.count * 4, req.topology);
     o.slice_bytes = 0;
-    const double unsliced = make_scheme("ring", o)->predicted_time(Collective::all_reduce, req.count * 4, req.topology);
+    const double unsliced = modelled(*make_scheme("ring", o), req.count * 4, req.topology);
     EXPECT_NEAR(model - unsliced, 8 * 2 * (n - 1) * kLatency, 1e-9) << "n " << n;
     const double sim = simulate_allreduce(*ring, req).seconds;
     EXPECT_LE(sim, model * (1 + 1e-9)) << "n " << n;
