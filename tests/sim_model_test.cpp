@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "config/link_presets.h"
@@ -42,6 +44,23 @@ double modelled(const Scheme& scheme, std::size_t bytes, const Topology& topolog
   return scheme.predicted_time(Collective::all_reduce, bytes, topology);
 }
 
+// Scheme `name` on 4 workers in nodes of 2 (10 GB/s inside, 1 GB/s
+// between, one server for the PS schemes), and an all-reduce of `count`
+// floats on them.
+std::pair<std::unique_ptr<Scheme>, SimRequest> on_two_nodes_of_two(const std::string& name,
+                                                                   std::size_t count) {
+  SchemeOptions o;
+  o.workers = 4;
+  o.ranks_per_node = 2;
+  o.servers = 1;
+  auto scheme = make_scheme(name, o);
+  SimRequest req;
+  req.count = count;
+  req.topology = Topology::grouped(4, 2, scheme->endpoints() - 4, {10 * kGB, 1e-6},
+                                   {1 * kGB, 5e-6});
+  return {std::move(scheme), std::move(req)};
+}
+
 // A straggler: no scheme can finish before the last worker, which enters
 // 1 ms late, has contributed, and none gets faster. How much of the delay
 // a scheme hides depends on it: the ring's lock-step passes lose all of
@@ -49,15 +68,7 @@ double modelled(const Scheme& scheme, std::size_t bytes, const Topology& topolog
 // other workers' pushes.
 TEST(Straggler, NoSchemeFinishesBeforeTheLateWorker) {
   for (const std::string& name : portable_scheme_names()) {
-    SchemeOptions o;
-    o.workers = 4;
-    o.ranks_per_node = 2;
-    o.servers = 1;
-    auto scheme = make_scheme(name, o);
-    SimRequest req;
-    req.count = std::size_t{1} << 18;
-    req.topology = Topology::grouped(4, 2, scheme->endpoints() - 4, {10 * kGB, 1e-6},
-                                     {1 * kGB, 5e-6});
+    auto [scheme, req] = on_two_nodes_of_two(name, std::size_t{1} << 18);
     const double plain = simulate_allreduce(*scheme, req).seconds;
     req.straggler_ms = 1;
     const double late = simulate_allreduce(*scheme, req).seconds;
@@ -76,15 +87,7 @@ TEST(Straggler, NoSchemeFinishesBeforeTheLateWorker) {
 TEST(Launch, EverySchemePaysItOncePerCollective) {
   constexpr double kLaunch = 7e-6;
   for (const std::string& name : portable_scheme_names()) {
-    SchemeOptions o;
-    o.workers = 4;
-    o.ranks_per_node = 2;
-    o.servers = 1;
-    auto scheme = make_scheme(name, o);
-    SimRequest req;
-    req.count = std::size_t{1} << 16;
-    req.topology = Topology::grouped(4, 2, scheme->endpoints() - 4, {10 * kGB, 1e-6},
-                                     {1 * kGB, 5e-6});
+    auto [scheme, req] = on_two_nodes_of_two(name, std::size_t{1} << 16);
     const double plain = simulate_allreduce(*scheme, req).seconds;
     const double plain_model = modelled(*scheme, req.count * 4, req.topology);
     req.topology.inter.launch_seconds = kLaunch;
