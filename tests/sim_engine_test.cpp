@@ -89,13 +89,14 @@ struct Scheduled {
   }
 };
 
-// Random traffic, the same on two networks, one settling stars directly
-// and one filling every component: sends into one endpoint (a star), each
-// finished flow followed at once by its pair's next (one flow taking
-// another's place), hand-overs, and sends to other endpoints that join a
-// star or share a sender's port with one, one event in `disturb` on
-// average. Every completion either network schedules must be the other's,
-// to the last bit.
+// Random traffic, the same on two networks, one settling stars and
+// instants of replacements directly (Network::settle_star,
+// Network::pair_replacements) and one filling every component: sends into
+// one endpoint (a star), each finished flow followed at once by its pair's
+// next (one flow taking another's place), hand-overs, and sends to other
+// endpoints that join a star or share a sender's port with one, one event
+// in `disturb` on average. Every completion either network schedules must
+// be the other's, to the last bit and in the same order.
 void expect_direct_star_settling_matches_filling(const Topology& topology, unsigned seed,
                                                  unsigned disturb) {
   std::vector<Scheduled> direct_log, filled_log;

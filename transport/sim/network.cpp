@@ -85,6 +85,10 @@ int Network::route(int src, int dst, std::array<int, 4>& ports) const {
   return n;
 }
 
+std::int64_t Network::pair_key(int src, int dst) const {
+  return static_cast<std::int64_t>(src) * topology_.endpoints() + dst;
+}
+
 void Network::mark_dirty(int port) {
   Port& p = ports_[static_cast<std::size_t>(port)];
   if (!p.dirty) {
@@ -150,6 +154,7 @@ bool Network::current(int flow, std::uint64_t version) const {
 void Network::finish(int flow) {
   Flow& f = flows_[static_cast<std::size_t>(flow)];
   f.active = false;
+  ended_.emplace_back(pair_key(f.src, f.dst), f.filled);
   for (int i = 0; i < f.port_count; ++i) detach(f.ports[static_cast<std::size_t>(i)], flow);
   free_flows_.push_back(flow);
   --active_;
@@ -165,7 +170,11 @@ void Network::hand_over(int flow, std::size_t bytes, double now) {
 }
 
 void Network::settle(double now) {
-  if (dirty_.empty()) return;
+  if (dirty_.empty()) {
+    ended_.clear();  // they left their ports empty: nothing to rate
+    return;
+  }
+  const bool replacing = settle_stars_directly_ && pair_replacements();
   ++stamp_;
   std::vector<int>& ports = component_ports_;
   std::vector<int>& flows = component_flows_;
@@ -199,12 +208,44 @@ void Network::settle(double now) {
         }
       }
     }
+    if (replacing) {
+      // Only the newcomers (not yet given a rate) change, and they are
+      // rescheduled in the walk's order, as the filling would: completions
+      // at one instant are processed in the order they were scheduled.
+      for (int id : flows) {
+        const Flow& f = flows_[static_cast<std::size_t>(id)];
+        if (f.rate == 0) reschedule(id, f.filled, now);
+      }
+      continue;
+    }
     // Whatever star these ports were part of may be gone: rebalance_star
     // says again if it still is one.
     for (int p : ports) ports_[static_cast<std::size_t>(p)].star_flows = 0;
     rebalance(ports, flows, now);
   }
   dirty_.clear();
+  ended_.clear();
+}
+
+bool Network::pair_replacements() {
+  if (started_.size() != ended_.size()) return false;
+  std::vector<std::pair<std::int64_t, int>>& started = started_keys_;
+  started.clear();
+  for (int id : started_) {
+    const Flow& f = flows_[static_cast<std::size_t>(id)];
+    started.emplace_back(pair_key(f.src, f.dst), id);
+  }
+  // Both sorted by endpoints: a pair has one flow at a time (its messages
+  // queue behind it), so each key appears at most once on either side.
+  std::sort(started.begin(), started.end());
+  std::sort(ended_.begin(), ended_.end());
+  for (std::size_t i = 0; i < started.size(); ++i) {
+    if (started[i].first != ended_[i].first) return false;
+  }
+  for (std::size_t i = 0; i < started.size(); ++i) {
+    flows_[static_cast<std::size_t>(started[i].second)].filled = ended_[i].second;
+  }
+  return true;
 }
 
 // A server's NIC taking one push from each of k workers is a star, and

@@ -32,8 +32,11 @@ class Network {
   using Scheduler = std::function<void(double, int, std::uint64_t)>;
 
   // `settle_stars_directly`: a star that kept its flows but for one that
-  // took another's place is settled without walking it (settle_star);
-  // false walks and fills every component, as a reference for tests.
+  // took another's place is settled without walking it (settle_star), and
+  // an instant whose new flows all took the place of flows that ended,
+  // between the same endpoints, is settled without filling
+  // (pair_replacements); false walks and fills every component, as a
+  // reference for tests.
   Network(Topology topology, Scheduler schedule, bool settle_stars_directly = true);
 
   const Topology& topology() const { return topology_; }
@@ -95,6 +98,7 @@ class Network {
     bool frozen = false;  // its rate is fixed in this rebalance
   };
 
+  std::int64_t pair_key(int src, int dst) const;
   int egress_port(int src, int dst) const;
   int ingress_port(int src, int dst) const;
   // The flow's ports in order (as Flow::ports); returns how many.
@@ -113,6 +117,17 @@ class Network {
   // filling would give it, without walking the star. -1 otherwise.
   int star_hub_of(int seed) const;
   bool settle_star(int hub, double now);
+  // Whether every flow started since the last settle took the place of
+  // one that finished since, between the same endpoints, and no other flow
+  // finished. Then every port carries flows between the same endpoints as
+  // at the last filling, which would give every flow the rate it has and
+  // each newcomer its predecessor's: each newcomer is given that rate
+  // (`filled`) here, and settle() reschedules the newcomers in the order
+  // of its walk, as the filling would, without filling. (A pipelined
+  // tree's rank posts a segment when the one before it has left: its
+  // flows form one component as wide as the world, and most of its
+  // instants are of this kind.)
+  bool pair_replacements();
   // Gives `flow` its new rate from `now` and schedules its completion,
   // unless the rate did not change.
   void reschedule(int flow, double rate, double now);
@@ -128,6 +143,10 @@ class Network {
   std::vector<int> free_flows_;
   std::vector<int> dirty_;
   std::vector<int> started_;  // flows started since the last settle
+  // Flows finished since the last settle: their endpoints, keyed as
+  // src * endpoints + dst, and the rate the last filling gave them.
+  std::vector<std::pair<std::int64_t, double>> ended_;
+  std::vector<std::pair<std::int64_t, int>> started_keys_;  // pair_replacements' scratch
   std::uint32_t stamp_ = 0;
   // settle()'s working memory, kept between calls (it runs once per
   // instant of virtual time).
