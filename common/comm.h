@@ -150,12 +150,18 @@ class Comm {
   // shaped delay included, and returns its index; wait_state() on it then
   // returns at once. Throws as wait_state() does.
   virtual std::size_t wait_any_state(std::span<RequestState* const> states) = 0;
-  // For a Comm layered on another (SubComm): the parent's wait_any_state,
-  // and the state behind a request.
+  // For a Comm layered on another (SubComm): the parent's wait_state and
+  // wait_any_state, the state behind a request, and whether wait() has
+  // more to do than wait for it (a continuation).
+  static void wait_state_of(Comm& comm, RequestState& state) { comm.wait_state(state); }
   static std::size_t wait_any_state_of(Comm& comm, std::span<RequestState* const> states) {
     return comm.wait_any_state(states);
   }
   static RequestState* state_of(const Request& request) { return request.state_.get(); }
+  static bool has_continuation(const Request& request) { return static_cast<bool>(request.then_); }
+  static std::shared_ptr<RequestState> take_state(Request& request) {
+    return std::move(request.state_);
+  }
   void check_peer(int peer, const char* what) const;
 
  private:
@@ -207,6 +213,8 @@ class SubComm final : public Comm {
 
  private:
   Tag shift(Tag tag) const;
+  // The state to hand out for a request posted on the parent.
+  static std::shared_ptr<RequestState> forward(Request inner);
 
   Comm& parent_;
   std::vector<int> members_;

@@ -5,10 +5,15 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <deque>
+#include <memory>
 #include <future>
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
+#include "common/comm.h"
 #include "common/cost_model.h"
 #include "common/dtype.h"
 #include "common/errors.h"
@@ -360,6 +365,101 @@ TEST(TunedTable, ContendersAreWithinTheMarginOfASizesFastestSomewhere) {
   EXPECT_EQ(contenders(sizes, {"a", "b", "c", "d"}, 0.0), (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(contenders(sizes, {"a", "b", "c", "d"}, 0.11),
             (std::vector<std::string>{"a", "b", "c", "d"}));
+}
+
+// One rank that sends to itself, and cannot fuse a receive with its
+// reduction: the base Comm receives into scratch memory and reduces in
+// wait(), a continuation that a sub-group must run exactly once however its
+// requests are waited for.
+class UnfusedLoopback final : public Comm {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  Clock& clock() override { return clock_; }
+  std::chrono::milliseconds timeout() const override { return std::chrono::milliseconds(100); }
+
+ protected:
+  struct Op final : RequestState {
+    Tag tag = 0;
+    const void* from = nullptr;
+    void* into = nullptr;
+    std::size_t bytes = 0;
+    bool done = false;
+  };
+  std::shared_ptr<RequestState> start_send(int, const void* data, std::size_t bytes, Tag tag) override {
+    return post(tag, data, nullptr, bytes, sends_, recvs_);
+  }
+  std::shared_ptr<RequestState> start_recv(int, void* data, std::size_t bytes, Tag tag) override {
+    return post(tag, nullptr, data, bytes, recvs_, sends_);
+  }
+  void wait_state(RequestState& state) override {
+    if (!own(&state).done) throw TimeoutError("nothing matched");
+  }
+  std::size_t wait_any_state(std::span<RequestState* const> states) override {
+    for (std::size_t i = 0; i < states.size(); ++i) {
+      if (own(states[i]).done) return i;
+    }
+    throw TimeoutError("nothing matched");
+  }
+
+ private:
+  // A state this Comm made, or an error (a sub-group passing on its own).
+  static Op& own(RequestState* state) {
+    auto* op = dynamic_cast<Op*>(state);
+    if (op == nullptr) throw InvariantError("a request this group did not post");
+    return *op;
+  }
+  // A send (`from`) or receive (`into`), paired with the oldest of the
+  // other side on its tag, or queued.
+  static std::shared_ptr<Op> post(Tag tag, const void* from, void* into, std::size_t bytes,
+                                  std::deque<std::shared_ptr<Op>>& mine,
+                                  std::deque<std::shared_ptr<Op>>& theirs) {
+    auto op = std::make_shared<Op>();
+    op->tag = tag;
+    op->from = from;
+    op->into = into;
+    op->bytes = bytes;
+    for (auto it = theirs.begin(); it != theirs.end(); ++it) {
+      if ((*it)->tag != op->tag) continue;
+      Op& send = op->from ? *op : **it;
+      Op& recv = op->from ? **it : *op;
+      std::memcpy(recv.into, send.from, send.bytes);
+      send.done = recv.done = true;
+      theirs.erase(it);
+      return op;
+    }
+    mine.push_back(op);
+    return op;
+  }
+  WallClock clock_;
+  std::deque<std::shared_ptr<Op>> sends_, recvs_;
+};
+
+TEST(SubGroups, ReduceOnceWhereTheirParentCannotFuseAReceiveWithItsReduction) {
+  UnfusedLoopback root;
+  SubComm outer(root, {0}, 3);
+  SubComm inner(outer, {0}, 5);  // a forwarded request forwarded again
+  std::vector<float> mine{1, 2, 3, 4};
+  const std::vector<float> theirs{10, 20, 30, 40};
+  const Tensor dst{mine.data(), mine.size(), DType::f32};
+  const std::size_t bytes = theirs.size() * sizeof(float);
+
+  Request received = inner.irecv_reduce(0, dst, ReduceOp::sum, 7);
+  Request sent = inner.isend(0, theirs.data(), bytes, 7);
+  inner.wait(received);
+  inner.wait(sent);
+  EXPECT_EQ(mine, (std::vector<float>{11, 22, 33, 44}));
+
+  // Through wait_any, next to a plain receive that stays pending.
+  float other = 0;
+  std::vector<Request> pending;
+  pending.push_back(inner.irecv(0, &other, sizeof other, 8));
+  pending.push_back(inner.irecv_reduce(0, dst, ReduceOp::sum, 7));
+  sent = inner.isend(0, theirs.data(), bytes, 7);
+  EXPECT_EQ(inner.wait_any(pending), 1u);
+  inner.wait(sent);
+  EXPECT_EQ(mine, (std::vector<float>{21, 42, 63, 84}));
+  EXPECT_THROW(inner.wait(pending[0]), TimeoutError);
 }
 
 }  // namespace
