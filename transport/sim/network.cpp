@@ -235,8 +235,10 @@ bool Network::pair_replacements() {
     const Flow& f = flows_[static_cast<std::size_t>(id)];
     started.emplace_back(pair_key(f.src, f.dst), id);
   }
-  // Both sorted by endpoints: a pair has one flow at a time (its messages
-  // queue behind it), so each key appears at most once on either side.
+  // Both sorted by endpoints, then paired in order. (The simulated world
+  // keeps one flow per pair of endpoints, its messages queued behind it;
+  // where a pair has several, they cross the same ports, the filling gives
+  // them one rate, and which newcomer takes which predecessor's is alike.)
   std::sort(started.begin(), started.end());
   std::sort(ended_.begin(), ended_.end());
   for (std::size_t i = 0; i < started.size(); ++i) {
