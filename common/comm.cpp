@@ -1,6 +1,5 @@
 #include "common/comm.h"
 
-#include <typeinfo>
 #include <vector>
 
 #include "common/errors.h"
@@ -62,7 +61,7 @@ Request Comm::irecv_reduce(int peer, Tensor dst, ReduceOp op, Tag tag) {
     auto scratch = std::make_shared<std::vector<std::byte>>(dst.bytes());
     r.state_ = start_recv(peer, scratch->data(), scratch->size(), tag);
     r.state_->keep_alive = scratch;
-    r.then_ = [scratch, dst, op] {
+    r.state_->then = [scratch, dst, op] {
       reduce_into(dst.data, scratch->data(), dst.count, dst.dtype, op);
     };
   }
@@ -78,9 +77,9 @@ void Comm::wait(Request& request) {
   auto state = std::move(request.state_);
   request.state_ = nullptr;
   wait_state(*state);
-  if (request.then_) {
-    auto then = std::move(request.then_);
-    request.then_ = nullptr;
+  if (state->then) {
+    auto then = std::move(state->then);
+    state->then = nullptr;
     then();
   }
 }
@@ -132,19 +131,6 @@ void Comm::barrier() {
 // ---- SubComm ---------------------------------------------------------------
 
 namespace {
-// Wraps a request posted on the parent group whose wait() has more to do
-// than wait for its state (a receive-reduce's reduction after the bytes
-// landed in scratch memory). Any other request's state is handed on as it
-// is: one allocation and one object fewer per message, which a large
-// simulated world feels as cache misses.
-struct ForwardedState final : RequestState {
-  Request inner;
-};
-
-bool forwarded(const RequestState& state) { return typeid(state) == typeid(ForwardedState); }
-}  // namespace
-
-namespace {
 // Where each level's field starts (comm.h's tag layout).
 constexpr int kSecondLevelShift = 22;
 constexpr int kFirstLevelShift = 42;
@@ -171,45 +157,30 @@ Tag SubComm::shift(Tag tag) const {
   return tag_base_ + tag;
 }
 
-std::shared_ptr<RequestState> SubComm::forward(Request inner) {
-  if (!has_continuation(inner)) return take_state(inner);
-  auto s = std::make_shared<ForwardedState>();
-  s->inner = std::move(inner);
-  return s;
-}
-
 std::shared_ptr<RequestState> SubComm::start_send(int peer, const void* data, std::size_t bytes,
                                                   Tag tag) {
-  return forward(parent_.isend(parent_rank(peer), data, bytes, shift(tag)));
+  Request posted = parent_.isend(parent_rank(peer), data, bytes, shift(tag));
+  return take_state(posted);
 }
 
 std::shared_ptr<RequestState> SubComm::start_recv(int peer, void* data, std::size_t bytes,
                                                   Tag tag) {
-  return forward(parent_.irecv(parent_rank(peer), data, bytes, shift(tag)));
+  Request posted = parent_.irecv(parent_rank(peer), data, bytes, shift(tag));
+  return take_state(posted);
 }
 
 std::shared_ptr<RequestState> SubComm::start_recv_reduce(int peer, Tensor dst, ReduceOp op,
                                                          Tag tag) {
-  return forward(parent_.irecv_reduce(parent_rank(peer), dst, op, shift(tag)));
+  Request posted = parent_.irecv_reduce(parent_rank(peer), dst, op, shift(tag));
+  return take_state(posted);
 }
 
-void SubComm::wait_state(RequestState& state) {
-  if (forwarded(state)) {
-    parent_.wait(static_cast<ForwardedState&>(state).inner);
-  } else {
-    wait_state_of(parent_, state);
-  }
-}
+// The parent's states are handed on as they are: the parent's transport
+// knows them, and a continuation in one runs in the wait() on this group.
+void SubComm::wait_state(RequestState& state) { wait_state_of(parent_, state); }
 
 std::size_t SubComm::wait_any_state(std::span<RequestState* const> states) {
-  // Wait on the parent's requests; the forwarded ones are then taken by
-  // wait_state, which runs their continuations exactly once.
-  std::vector<RequestState*> inner;
-  inner.reserve(states.size());
-  for (RequestState* s : states) {
-    inner.push_back(forwarded(*s) ? state_of(static_cast<ForwardedState*>(s)->inner) : s);
-  }
-  return wait_any_state_of(parent_, inner);
+  return wait_any_state_of(parent_, states);
 }
 
 }  // namespace gradex

@@ -66,6 +66,11 @@ struct Traffic {
 class RequestState {
  public:
   virtual ~RequestState() = default;
+  // Runs once in the wait() that completes the request, after the transfer
+  // (a non-fused receive-reduce's reduction out of its scratch memory).
+  // Kept here rather than in the Request, so that a sub-group hands its
+  // parent's state on as it is and a Request is one pointer.
+  std::function<void()> then;
   // Memory the operation writes into that nobody else owns (scratch for a
   // non-fused receive-reduce): it lives as long as the operation does, even
   // if the waiting rank unwinds early.
@@ -81,7 +86,6 @@ class Request {
  private:
   friend class Comm;
   std::shared_ptr<RequestState> state_;
-  std::function<void()> then_;  // runs in wait(), after the transfer completed
 };
 
 class Comm {
@@ -151,14 +155,11 @@ class Comm {
   // returns at once. Throws as wait_state() does.
   virtual std::size_t wait_any_state(std::span<RequestState* const> states) = 0;
   // For a Comm layered on another (SubComm): the parent's wait_state and
-  // wait_any_state, the state behind a request, and whether wait() has
-  // more to do than wait for it (a continuation).
+  // wait_any_state, and the state behind a request.
   static void wait_state_of(Comm& comm, RequestState& state) { comm.wait_state(state); }
   static std::size_t wait_any_state_of(Comm& comm, std::span<RequestState* const> states) {
     return comm.wait_any_state(states);
   }
-  static RequestState* state_of(const Request& request) { return request.state_.get(); }
-  static bool has_continuation(const Request& request) { return static_cast<bool>(request.then_); }
   static std::shared_ptr<RequestState> take_state(Request& request) {
     return std::move(request.state_);
   }
@@ -213,8 +214,6 @@ class SubComm final : public Comm {
 
  private:
   Tag shift(Tag tag) const;
-  // The state to hand out for a request posted on the parent.
-  static std::shared_ptr<RequestState> forward(Request inner);
 
   Comm& parent_;
   std::vector<int> members_;

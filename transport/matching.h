@@ -36,6 +36,9 @@ enum class OpKind { send, recv, recv_reduce };
 // and then sets `done` (release, after `error`); the rank that posted it
 // waits for `done`.
 struct Op : RequestState {
+  // First, next to the base's continuation: a wait reads both, and in a
+  // simulated world of thousands of ranks each line it reads is a miss.
+  std::atomic<bool> done{false};
   OpKind kind = OpKind::send;
   int owner = 0;  // the rank that posted it
   int peer = 0;   // where it goes to or comes from
@@ -48,7 +51,6 @@ struct Op : RequestState {
   // Shaped runs: the clock time before which the wait may not end (the
   // modelled NIC has not delivered the bytes yet).
   double not_before = 0;
-  std::atomic<bool> done{false};
   std::string error;  // set before `done` when the match was invalid
 
   bool finished() const { return done.load(std::memory_order_acquire); }
