@@ -61,9 +61,9 @@ Request Comm::irecv_reduce(int peer, Tensor dst, ReduceOp op, Tag tag) {
     auto scratch = std::make_shared<std::vector<std::byte>>(dst.bytes());
     r.state_ = start_recv(peer, scratch->data(), scratch->size(), tag);
     r.state_->keep_alive = scratch;
-    r.state_->then = [scratch, dst, op] {
+    r.state_->then = std::make_unique<std::function<void()>>([scratch, dst, op] {
       reduce_into(dst.data, scratch->data(), dst.count, dst.dtype, op);
-    };
+    });
   }
   if (peer != rank()) {
     traffic_.bytes_received += dst.bytes();
@@ -78,9 +78,8 @@ void Comm::wait(Request& request) {
   request.state_ = nullptr;
   wait_state(*state);
   if (state->then) {
-    auto then = std::move(state->then);
-    state->then = nullptr;
-    then();
+    const auto then = std::move(state->then);
+    (*then)();
   }
 }
 

@@ -69,8 +69,9 @@ class RequestState {
   // Runs once in the wait() that completes the request, after the transfer
   // (a non-fused receive-reduce's reduction out of its scratch memory).
   // Kept here rather than in the Request, so that a sub-group hands its
-  // parent's state on as it is and a Request is one pointer.
-  std::function<void()> then;
+  // parent's state on as it is and a Request is one pointer; and behind a
+  // pointer, so that the fields a wait reads share a cache line.
+  std::unique_ptr<std::function<void()>> then;
   // Memory the operation writes into that nobody else owns (scratch for a
   // non-fused receive-reduce): it lives as long as the operation does, even
   // if the waiting rank unwinds early.

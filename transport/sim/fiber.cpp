@@ -8,14 +8,12 @@
 
 #include "common/errors.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef GRADEX_FIBER_ASAN
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
-#define GRADEX_FIBER_ASAN 1
 #endif
-#if defined(__SANITIZE_THREAD__)
+#ifdef GRADEX_FIBER_TSAN
 #include <sanitizer/tsan_interface.h>
-#define GRADEX_FIBER_TSAN 1
 #endif
 
 namespace gradex::sim {
@@ -25,31 +23,14 @@ namespace bctx = boost::context::detail;
 // Stack tops are spread over this many cache lines (32 KiB).
 constexpr std::size_t kColours = 512;
 
-struct Fiber::Context {
-  bctx::fcontext_t fiber = nullptr;      // where resume() continues the fiber
-  bctx::fcontext_t scheduler = nullptr;  // where yield() returns to
-  void* stack = nullptr;
-  std::size_t stack_bytes = 0;
-#ifdef GRADEX_FIBER_ASAN
-  void* fake_stack = nullptr;
-  const void* scheduler_stack_bottom = nullptr;
-  std::size_t scheduler_stack_size = 0;
-#endif
-#ifdef GRADEX_FIBER_TSAN
-  void* tsan_fiber = nullptr;
-  void* tsan_scheduler = nullptr;
-#endif
-};
-
 namespace {
 // fcontext entry points take a transfer_t by value; this adapter forwards
 // it to the Fiber (whose header does not name Boost types).
 void entry(bctx::transfer_t t);
 }  // namespace
 
-Fiber::Fiber(std::function<void()> body, std::size_t stack_bytes)
-    : body_(std::move(body)), context_(std::make_unique<Context>()) {
-  Context& c = *context_;
+Fiber::Fiber(std::function<void()> body, std::size_t stack_bytes) : body_(std::move(body)) {
+  Context& c = context_;
   // Reserved, not committed: untouched stack pages cost no memory, so
   // generous stacks for a thousand ranks are cheap.
   c.stack_bytes = stack_bytes;
@@ -73,16 +54,16 @@ Fiber::Fiber(std::function<void()> body, std::size_t stack_bytes)
 
 Fiber::~Fiber() {
 #ifdef GRADEX_FIBER_TSAN
-  __tsan_destroy_fiber(context_->tsan_fiber);
+  __tsan_destroy_fiber(context_.tsan_fiber);
 #endif
 #ifdef GRADEX_FIBER_ASAN
   // ASan does not know this mapping was a stack: the poison its frames
   // left (a scope that ended in a fiber suspended for good) would outlive
   // the munmap and fault whoever maps the pages next (libsodium's guarded
   // allocations in ZeroMQ's threads did, in a later test of one process).
-  __asan_unpoison_memory_region(context_->stack, context_->stack_bytes);
+  __asan_unpoison_memory_region(context_.stack, context_.stack_bytes);
 #endif
-  munmap(context_->stack, context_->stack_bytes);
+  munmap(context_.stack, context_.stack_bytes);
 }
 
 namespace {
@@ -92,10 +73,10 @@ void entry(bctx::transfer_t t) { Fiber::trampoline(&t); }
 void Fiber::trampoline(void* transfer) {
   const auto& t = *static_cast<bctx::transfer_t*>(transfer);
   auto* self = static_cast<Fiber*>(t.data);
-  self->context_->scheduler = t.fctx;
+  self->context_.scheduler = t.fctx;
 #ifdef GRADEX_FIBER_ASAN
-  __sanitizer_finish_switch_fiber(nullptr, &self->context_->scheduler_stack_bottom,
-                                  &self->context_->scheduler_stack_size);
+  __sanitizer_finish_switch_fiber(nullptr, &self->context_.scheduler_stack_bottom,
+                                  &self->context_.scheduler_stack_size);
 #endif
   try {
     self->body_();
@@ -108,7 +89,7 @@ void Fiber::trampoline(void* transfer) {
 
 void Fiber::resume() {
   GRADEX_ENFORCE(!finished_, "resuming a finished fiber");
-  Context& c = *context_;
+  Context& c = context_;
 #ifdef GRADEX_FIBER_TSAN
   c.tsan_scheduler = __tsan_get_current_fiber();
   __tsan_switch_to_fiber(c.tsan_fiber, 0);
@@ -125,7 +106,7 @@ void Fiber::resume() {
 }
 
 void Fiber::yield() {
-  Context& c = *context_;
+  Context& c = context_;
 #ifdef GRADEX_FIBER_TSAN
   __tsan_switch_to_fiber(c.tsan_scheduler, 0);
 #endif

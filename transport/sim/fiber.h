@@ -11,7 +11,13 @@
 #include <cstddef>
 #include <exception>
 #include <functional>
-#include <memory>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define GRADEX_FIBER_ASAN 1
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define GRADEX_FIBER_TSAN 1
+#endif
 
 namespace gradex::sim {
 
@@ -32,16 +38,34 @@ class Fiber {
   bool finished() const { return finished_; }
   std::exception_ptr error() const { return error_; }
 
-  struct Context;
   // The fiber's first frame (internal: called with a pointer to Boost's
   // transfer_t, kept out of this header).
   static void trampoline(void* transfer);
 
  private:
+  // Where the two sides continue (Boost's fcontext_t, a pointer), and the
+  // stack. Held in the Fiber itself, first: the scheduler reads these and
+  // `finished_` at every switch, and in a world of thousands of fibers a
+  // second object would be a second cache miss.
+  struct Context {
+    void* fiber = nullptr;      // where resume() continues the fiber
+    void* scheduler = nullptr;  // where yield() returns to
+    void* stack = nullptr;
+    std::size_t stack_bytes = 0;
+#ifdef GRADEX_FIBER_ASAN
+    void* fake_stack = nullptr;
+    const void* scheduler_stack_bottom = nullptr;
+    std::size_t scheduler_stack_size = 0;
+#endif
+#ifdef GRADEX_FIBER_TSAN
+    void* tsan_fiber = nullptr;
+    void* tsan_scheduler = nullptr;
+#endif
+  };
 
-  std::function<void()> body_;
-  std::unique_ptr<Context> context_;
+  Context context_;
   bool finished_ = false;
+  std::function<void()> body_;
   std::exception_ptr error_;
 };
 

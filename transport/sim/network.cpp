@@ -179,11 +179,17 @@ void Network::settle(double now) {
   std::vector<int>& ports = component_ports_;
   std::vector<int>& flows = component_flows_;
   std::vector<int>& stack = stack_scratch_;
-  count_star_joiners();
+  // Until a filling finds a star there is no hub to settle directly (a
+  // ring never has one): nothing to count, nothing to look up.
+  if (stars_found_) {
+    count_star_joiners();
+  } else {
+    started_.clear();
+  }
   for (int seed : dirty_) {
     ports_[static_cast<std::size_t>(seed)].dirty = false;
     if (ports_[static_cast<std::size_t>(seed)].mark == stamp_) continue;
-    if (settle_stars_directly_) {
+    if (settle_stars_directly_ && stars_found_) {
       if (const int hub = star_hub_of(seed); hub >= 0 && settle_star(hub, now)) continue;
     }
     // The connected component of `seed` (ports joined by shared flows):
@@ -432,6 +438,7 @@ bool Network::rebalance_star(const std::vector<int>& ports, const std::vector<in
   }
   for (int flow : flows) reschedule(flow, share, now);
   ports_[static_cast<std::size_t>(hub)].star_flows = k;
+  stars_found_ = true;
   return true;
 }
 

@@ -143,6 +143,7 @@ class Network {
   std::vector<int> free_flows_;
   std::vector<int> dirty_;
   std::vector<int> started_;  // flows started since the last settle
+  bool stars_found_ = false;  // whether rebalance_star ever made a hub
   // Flows finished since the last settle: their endpoints, keyed as
   // src * endpoints + dst, and the rate the last filling gave them.
   std::vector<std::pair<std::int64_t, double>> ended_;
