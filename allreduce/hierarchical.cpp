@@ -23,17 +23,12 @@ constexpr Tag kReduceScatterTag = 0;
 constexpr Tag kAllGatherTag = 1;
 constexpr Tag kBroadcastTag = 2;  // on the whole group, apart from the sub-groups' tags
 
-std::vector<int> node_members(int node, int g) {
-  std::vector<int> ranks;
-  for (int l = 0; l < g; ++l) ranks.push_back(node * g + l);
-  return ranks;
-}
+// Node `node`'s g ranks.
+GroupMembers node_members(int node, int g) { return GroupMembers::rule(g, node * g, 1); }
 
-std::vector<int> peer_members(int local, int g, int m) {
-  std::vector<int> ranks;
-  for (int k = 0; k < m; ++k) ranks.push_back(k * g + local);
-  return ranks;
-}
+// Local rank `local` of each of the m nodes (as many as there are nodes:
+// a rule, so that no rank holds a list that long).
+GroupMembers peer_members(int local, int g, int m) { return GroupMembers::rule(m, local, g); }
 
 // Rank r = node * G + local. Node k's ranks form one sub-group (tag space
 // k); the ranks with the same local index l, one per node, form another
@@ -210,7 +205,7 @@ double HierarchicalScheme::slowest_node_ring_phase(std::size_t bytes,
                                                    const Topology& topology) const {
   double slowest = 0;
   for (int k = 0; k < nodes(); ++k) {
-    slowest = std::max(slowest, ring_phase_model_time(topology, node_members(k, options().ranks_per_node),
+    slowest = std::max(slowest, ring_phase_model_time(topology, node_members(k, options().ranks_per_node).list(),
                                                       static_cast<double>(bytes)));
   }
   return slowest;

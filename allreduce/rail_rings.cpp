@@ -10,24 +10,12 @@
 
 namespace gradex {
 
-std::vector<int> rail_ring_order(int channel, int workers, int per_node) {
-  GRADEX_ENFORCE(per_node >= 1 && workers >= 1, "rail rings over ", workers, " ranks in nodes of ",
-                 per_node);
-  std::vector<int> order;
-  order.reserve(static_cast<std::size_t>(workers));
-  for (int first = 0; first < workers; first += per_node) {
-    const int here = std::min(per_node, workers - first);
-    for (int i = 0; i < here; ++i) order.push_back(first + (channel + i) % here);
-  }
-  return order;
-}
-
-int rail_ring_position(int channel, int workers, int per_node, int rank) {
-  GRADEX_ENFORCE(rank >= 0 && rank < workers, "rank ", rank, " of ", workers);
-  const int first = rank / per_node * per_node;
-  const int here = std::min(per_node, workers - first);
-  // rail_ring_order puts first + (channel + i) % here at first + i.
-  return first + ((rank - first - channel) % here + here) % here;
+GroupMembers rail_ring(int channel, int workers, int per_node) {
+  GRADEX_ENFORCE(per_node >= 1 && workers >= 1 && channel >= 0, "rail ring ", channel, " over ",
+                 workers, " ranks in nodes of ", per_node);
+  // Node by node, each node's ranks from its channel-th on, wrapping
+  // within the node (a short last node within its own size).
+  return GroupMembers::rule(workers, 0, 1, per_node, channel);
 }
 
 RailRingsScheme::RailRingsScheme(SchemeOptions options) : Scheme(std::move(options)) {
@@ -48,7 +36,7 @@ void RailRingsScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
   std::vector<Tensor> parts;
   for (int c = 0; c < g; ++c) {
     const auto k = static_cast<std::size_t>(c);
-    groups.push_back(std::make_unique<SubComm>(comm, rail_ring_order(c, workers(), g),
+    groups.push_back(std::make_unique<SubComm>(comm, rail_ring(c, workers(), g),
                                                static_cast<std::uint32_t>(c)));
     rings.push_back(groups.back().get());
     parts.push_back(data.slice(split.offset(k), split.size(k)));
@@ -62,7 +50,7 @@ Traffic RailRingsScheme::expected_traffic(int endpoint, std::size_t count, DType
   const BlockSplit split{count, static_cast<std::size_t>(g)};
   Traffic t;
   for (int c = 0; c < g; ++c) {
-    const int position = rail_ring_position(c, workers(), g, endpoint);
+    const int position = rail_ring(c, workers(), g).position_of(endpoint);
     const std::size_t part = split.size(static_cast<std::size_t>(c));
     t += ring_reduce_scatter_traffic(position, workers(), part, dtype, options().segment_bytes);
     t += ring_all_gather_traffic(position, workers(), part, dtype, options().segment_bytes);
@@ -77,7 +65,7 @@ double RailRingsScheme::model_time(std::size_t bytes, const Topology& topology) 
   // Every ring moves a block of its part at once each step; the blocks
   // that share a port (a GPU's NVLink, a NIC) take turns on it.
   std::vector<std::vector<int>> rings;
-  for (int c = 0; c < g; ++c) rings.push_back(rail_ring_order(c, n, g));
+  for (int c = 0; c < g; ++c) rings.push_back(rail_ring(c, n, g).list());
   return rings_time(topology, rings, static_cast<double>(bytes) / g / n, 2 * (n - 1));
 }
 

@@ -28,11 +28,11 @@
 namespace gradex {
 
 // The members of ring `channel`, in ring order, over `workers` ranks in
-// nodes of `per_node` (the last node may hold fewer).
-std::vector<int> rail_ring_order(int channel, int workers, int per_node);
-// Where `rank` stands in that order, in O(1): checking every rank's
-// declared traffic stays O(ranks x rings), not O(ranks^2 x rings).
-int rail_ring_position(int channel, int workers, int per_node, int rank);
+// nodes of `per_node` (the last node may hold fewer). A rule, not a list:
+// a rank's place in it is found in O(1) (position_of), so checking every
+// rank's declared traffic stays O(ranks x rings), and no rank holds a list
+// as long as the world.
+GroupMembers rail_ring(int channel, int workers, int per_node);
 
 class RailRingsScheme final : public Scheme {
  public:

@@ -1,5 +1,7 @@
 #include "common/comm.h"
 
+#include <array>
+#include <optional>
 #include <vector>
 
 #include "common/errors.h"
@@ -88,17 +90,33 @@ void Comm::wait_all(std::span<Request> requests) {
 }
 
 std::size_t Comm::wait_any(std::span<Request> requests) {
-  std::vector<RequestState*> states;
-  std::vector<std::size_t> index;
+  // The pending ones, in place for the usual few (several rings driven at
+  // once wait on one request each): a wait per message allocates nothing.
+  constexpr std::size_t kInPlace = 16;
+  std::array<RequestState*, kInPlace> states_in_place;
+  std::array<std::size_t, kInPlace> index_in_place;
+  std::vector<RequestState*> states_beyond;
+  std::vector<std::size_t> index_beyond;
+  const bool in_place = requests.size() <= kInPlace;
+  if (!in_place) {
+    states_beyond.resize(requests.size());
+    index_beyond.resize(requests.size());
+  }
+  const std::span<RequestState*> states = in_place ? std::span<RequestState*>(states_in_place)
+                                                   : std::span<RequestState*>(states_beyond);
+  const std::span<std::size_t> index = in_place ? std::span<std::size_t>(index_in_place)
+                                                : std::span<std::size_t>(index_beyond);
+  std::size_t pending = 0;
   for (std::size_t i = 0; i < requests.size(); ++i) {
     if (requests[i].state_ == nullptr) continue;
-    states.push_back(requests[i].state_.get());
-    index.push_back(i);
+    states[pending] = requests[i].state_.get();
+    index[pending] = i;
+    ++pending;
   }
-  if (states.empty()) {
+  if (pending == 0) {
     throw InvariantError(detail::concat("rank ", rank(), ": wait_any with no pending request"));
   }
-  const std::size_t done = index.at(wait_any_state(states));
+  const std::size_t done = index[wait_any_state(states.first(pending))];
   wait(requests[done]);
   return done;
 }
@@ -135,17 +153,15 @@ constexpr int kSecondLevelShift = 22;
 constexpr int kFirstLevelShift = 42;
 }  // namespace
 
-SubComm::SubComm(Comm& parent, std::vector<int> members, std::uint32_t tag_space)
+SubComm::SubComm(Comm& parent, GroupMembers members, std::uint32_t tag_space)
     : parent_(parent), members_(std::move(members)) {
   GRADEX_ENFORCE_LT(tag_space, kSubCommSpaces, "sub-group tag space too large");
   if (const auto* outer = dynamic_cast<const SubComm*>(&parent)) depth_ = outer->depth_ + 1;
   GRADEX_ENFORCE(depth_ <= 2, "sub-groups nest at most two deep");
   tag_base_ = Tag{tag_space + 1u} << (depth_ == 1 ? kFirstLevelShift : kSecondLevelShift);
-  for (std::size_t i = 0; i < members_.size(); ++i) {
-    GRADEX_ENFORCE(members_[i] >= 0 && members_[i] < parent.size(), "member ", members_[i],
-                   " outside the parent group");
-    if (members_[i] == parent.rank() && rank_ < 0) rank_ = static_cast<int>(i);
-  }
+  const std::optional<int> outside = members_.outside(parent.size());
+  GRADEX_ENFORCE(!outside, "member ", outside.value_or(0), " outside the parent group");
+  rank_ = members_.position_of(parent.rank());
   GRADEX_ENFORCE(rank_ >= 0, "parent rank ", parent.rank(), " is not a member of the sub-group");
 }
 

@@ -23,6 +23,7 @@
 
 #include "common/clock.h"
 #include "common/dtype.h"
+#include "common/group_members.h"
 #include "common/reduce.h"
 #include "common/topology.h"
 
@@ -171,7 +172,7 @@ class Comm {
 };
 
 // A view of some endpoints of a parent group as a group of their own: rank i
-// here is parent rank members[i]. Tags are shifted into a private range so
+// here is parent rank members.at(i). Tags are shifted into a private range so
 // traffic of different sub-groups (and of the parent) never matches.
 // Traffic is counted by the parent only.
 //
@@ -192,15 +193,15 @@ class SubComm final : public Comm {
   // `tag_space` identifies this sub-group among those built concurrently
   // from the same parent (e.g. the node index); it must be below
   // kSubCommSpaces.
-  SubComm(Comm& parent, std::vector<int> members, std::uint32_t tag_space);
+  SubComm(Comm& parent, GroupMembers members, std::uint32_t tag_space);
 
   int rank() const override { return rank_; }
-  int size() const override { return static_cast<int>(members_.size()); }
+  int size() const override { return members_.size(); }
   Clock& clock() override { return parent_.clock(); }
   std::chrono::milliseconds timeout() const override { return parent_.timeout(); }
   bool phantom_payloads() const override { return parent_.phantom_payloads(); }
   double launch_seconds() const override { return parent_.launch_seconds(); }
-  int parent_rank(int rank) const { return members_.at(static_cast<std::size_t>(rank)); }
+  int parent_rank(int rank) const { return members_.at(rank); }
   Comm& parent() { return parent_; }
 
  protected:
@@ -217,7 +218,7 @@ class SubComm final : public Comm {
   Tag shift(Tag tag) const;
 
   Comm& parent_;
-  std::vector<int> members_;
+  GroupMembers members_;
   int rank_ = -1;
   int depth_ = 1;  // 1: the parent is no sub-group; 2: it is one
   Tag tag_base_;

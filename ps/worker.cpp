@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <deque>
-#include <numeric>
 
 #include "allreduce/ring.h"
 #include "common/errors.h"
@@ -138,9 +137,7 @@ void hybrid_round(Comm& comm, const ServerLayout& layout, std::size_t chunk, Ten
   std::vector<Request> pushes = worker.push(data);
   const Tensor own = data.slice(0, layout.colocated_keys(data.count));
   if (n > 1 && own.count > 0) {
-    std::vector<int> workers(static_cast<std::size_t>(n));
-    std::iota(workers.begin(), workers.end(), 0);
-    SubComm ring(comm, std::move(workers), /*tag_space=*/0);
+    SubComm ring(comm, GroupMembers::rule(n, 0, 1), /*tag_space=*/0);
     const std::size_t segment = chunk * dtype_size(data.dtype);
     ring_reduce_scatter(ring, own, combining_op(op), segment, /*tag=*/0);
     ring_all_gather(ring, own, segment, /*tag=*/1);

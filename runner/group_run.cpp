@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <numeric>
 #include <optional>
 
 #include "common/debug_log.h"
@@ -90,10 +89,11 @@ std::vector<ResultRow> execute_plan_on_group(
     // theirs then lasts one size's iterations, not the whole run, which may
     // take longer than the timeout that bounds every wait.
     const bool member = comm.rank() < endpoints;
-    std::vector<int> members(static_cast<std::size_t>(endpoints));
-    std::iota(members.begin(), members.end(), 0);
     std::optional<SubComm> group;
-    if (member) group.emplace(comm, members, static_cast<std::uint32_t>(i % kSubCommSpaces));
+    if (member) {
+      group.emplace(comm, GroupMembers::rule(endpoints, 0, 1),
+                    static_cast<std::uint32_t>(i % kSubCommSpaces));
+    }
     // The group's endpoints carry the messages: its transport settings
     // were applied when it formed.
     MeasureRequest req = measure_request(sc);

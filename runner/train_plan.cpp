@@ -1,6 +1,5 @@
 #include "runner/train_plan.h"
 
-#include <numeric>
 #include <optional>
 #include <set>
 
@@ -89,9 +88,8 @@ void run_consistency_on_group(const Scenario& sc, const TrainJob& job, Comm& com
     comm.barrier();
     if (comm.rank() >= endpoints) continue;  // idle in this run
     if (printing) print_consistency_header(out, sc, run);
-    std::vector<int> members(static_cast<std::size_t>(endpoints));
-    std::iota(members.begin(), members.end(), 0);
-    SubComm group(comm, members, static_cast<std::uint32_t>(i % kSubCommSpaces));
+    SubComm group(comm, GroupMembers::rule(endpoints, 0, 1),
+                  static_cast<std::uint32_t>(i % kSubCommSpaces));
     EpochCallback on_epoch;
     if (printing) on_epoch = [&](const EpochRecord& e) { print_epoch(out, run.label, e); };
     PsTrainResult r = ps_train_rank(group, job.ps_config(run.consistency, sc.ps_servers),
@@ -153,9 +151,8 @@ std::optional<TrainResult> train_on_group(
   comm.barrier();
   const int endpoints = run.instance->endpoints();
   if (comm.rank() >= endpoints) return std::nullopt;
-  std::vector<int> members(static_cast<std::size_t>(endpoints));
-  std::iota(members.begin(), members.end(), 0);
-  SubComm group(comm, members, static_cast<std::uint32_t>(space % kSubCommSpaces));
+  SubComm group(comm, GroupMembers::rule(endpoints, 0, 1),
+                static_cast<std::uint32_t>(space % kSubCommSpaces));
   // Each process builds its own scheme: the plan's instance is only read.
   SchemeExchange exchange(make_scheme(run.scheme, scheme_options(sc, run.workers)));
   TrainResult r = train_rank(group, exchange, config, source, trace, on_epoch);

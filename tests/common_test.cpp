@@ -435,6 +435,34 @@ class UnfusedLoopback final : public Comm {
   std::deque<std::shared_ptr<Op>> sends_, recvs_;
 };
 
+// A rule gives the members a list would, and finds each one's position
+// back: contiguous, strided, and rotated within blocks with a short last
+// block (rail rings over 20 ranks in nodes of 8, channel 3).
+TEST(SubGroups, RuleMembersAreTheListTheyStandFor) {
+  const auto by_rule = [](const GroupMembers& m) {
+    std::vector<int> out;
+    for (int i = 0; i < m.size(); ++i) out.push_back(m.at(i));
+    return out;
+  };
+  EXPECT_EQ(by_rule(GroupMembers::rule(4, 8, 1)), (std::vector<int>{8, 9, 10, 11}));
+  EXPECT_EQ(by_rule(GroupMembers::rule(3, 2, 8)), (std::vector<int>{2, 10, 18}));
+  EXPECT_EQ(by_rule(GroupMembers::rule(20, 0, 1, 8, 3)),
+            (std::vector<int>{3, 4, 5, 6, 7, 0, 1, 2, 11, 12, 13, 14, 15, 8, 9, 10,  //
+                              19, 16, 17, 18}));
+  for (const GroupMembers& m : {GroupMembers::rule(4, 8, 1), GroupMembers::rule(3, 2, 8),
+                                GroupMembers::rule(20, 0, 1, 8, 3), GroupMembers{5, 1, 3}}) {
+    EXPECT_EQ(m.list(), by_rule(m));
+    for (int i = 0; i < m.size(); ++i) EXPECT_EQ(m.position_of(m.at(i)), i);
+  }
+  EXPECT_EQ(GroupMembers::rule(3, 2, 8).position_of(3), -1);   // between two members
+  EXPECT_EQ(GroupMembers::rule(3, 2, 8).position_of(26), -1);  // past the last
+  EXPECT_EQ(GroupMembers::rule(3, 2, 8).position_of(0), -1);   // before the first
+  EXPECT_EQ(GroupMembers::rule(3, 2, 8).outside(18), 18);  // members 2, 10, 18 of ranks [0, 18)
+  EXPECT_FALSE(GroupMembers::rule(3, 2, 8).outside(19).has_value());
+  EXPECT_EQ((GroupMembers{0, -1, 2}).outside(4), -1);
+  EXPECT_THROW(GroupMembers::rule(0, 0, 1), InvariantError);
+}
+
 TEST(SubGroups, ReduceOnceWhereTheirParentCannotFuseAReceiveWithItsReduction) {
   UnfusedLoopback root;
   SubComm outer(root, {0}, 3);

@@ -644,10 +644,11 @@ TEST(RailRings, EachGpuLeavesAndEntersItsNodeInOneRing) {
     std::vector<int> leaves(static_cast<std::size_t>(workers), 0);
     std::vector<int> enters(static_cast<std::size_t>(workers), 0);
     for (int c = 0; c < per_node; ++c) {
-      const std::vector<int> order = rail_ring_order(c, workers, per_node);
+      const GroupMembers ring = rail_ring(c, workers, per_node);
+      const std::vector<int> order = ring.list();
       ASSERT_EQ(order.size(), static_cast<std::size_t>(workers));
       for (std::size_t i = 0; i < order.size(); ++i) {
-        EXPECT_EQ(rail_ring_position(c, workers, per_node, order[i]), static_cast<int>(i));
+        EXPECT_EQ(ring.position_of(order[i]), static_cast<int>(i));
       }
       for (std::size_t i = 0; i < order.size(); ++i) {
         const int from = order[i];
