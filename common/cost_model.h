@@ -4,6 +4,7 @@
 // model_time); the simulator checks them where no two flows share a port.
 #pragma once
 
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -34,6 +35,12 @@ struct Flow {
 // and ingress count apart), so each pays for all the bytes on the busier
 // of its two ports, plus its link's latency. 0 for no flows.
 double slowest_flow(const Topology& topology, const std::vector<Flow>& flows);
+// Flows given one at a time, for a set too large to hold (a PS's n^2
+// pushes and pulls at thousands of ranks): the source calls its argument
+// with every flow, in the same order each time it is called.
+using FlowVisitor = std::function<void(const Flow&)>;
+using FlowSource = std::function<void(const FlowVisitor&)>;
+double slowest_flow(const Topology& topology, const FlowSource& flows);
 // The same without the latencies: the busiest port's bytes over its rate,
 // what a pipeline's step takes once it is full.
 double busiest_port_time(const Topology& topology, const std::vector<Flow>& flows);

@@ -160,27 +160,28 @@ double ParameterServerScheme::collective_model_time(Collective c, std::size_t by
   const double elem = static_cast<double>(dtype_size(DType::f32));
   const int first_pushed = layout_.placement() == ServerPlacement::hybrid ? workers() : 0;
   const PsPattern pattern(c, count, workers());
-  std::vector<Flow> pushes, pulls, chunked_pushes, chunked_pulls;
-  double largest = 0;  // the largest pushed shard: its chunks are the last to drain
-  for (int k = 0; k < layout_.servers(); ++k) {
-    const KeyRange shard = layout_.shard(count, k);
-    if (shard.count == 0) continue;
-    if (k >= first_pushed) largest = std::max(largest, static_cast<double>(shard.count));
-    const int host = layout_.host(k);
-    for (int w = 0; w < workers(); ++w) {
-      if (w == host) continue;  // a local copy
-      // What w moves of the shard, in all its chunks (pattern.h).
-      const double in = static_cast<double>(pattern.pushed(w, shard).count) * elem;
-      const double out = static_cast<double>(pattern.pulled(w, shard).count) * elem;
-      if (in > 0) pushes.push_back({w, host, in});
-      if (out > 0) pulls.push_back({host, w, out});
-      if (k >= first_pushed) {
-        if (in > 0) chunked_pushes.push_back(pushes.back());
-        if (out > 0) chunked_pulls.push_back(pulls.back());
+  // Every worker's push (or the reply) of each shard from server `from`
+  // on, in server then worker order, its bytes times `scale`. Generated,
+  // not stored: n workers with a server each make n^2 of them.
+  const auto exchanges = [&](bool push, int from, double scale) {
+    return [&, push, from, scale](const FlowVisitor& visit) {
+      for (int k = from; k < layout_.servers(); ++k) {
+        const KeyRange shard = layout_.shard(count, k);
+        if (shard.count == 0) continue;
+        const int host = layout_.host(k);
+        for (int w = 0; w < workers(); ++w) {
+          if (w == host) continue;  // a local copy
+          // What w moves of the shard, in all its chunks (pattern.h).
+          const KeyRange moved = push ? pattern.pushed(w, shard) : pattern.pulled(w, shard);
+          const double bytes = static_cast<double>(moved.count) * elem;
+          if (bytes > 0) visit(push ? Flow{w, host, bytes * scale} : Flow{host, w, bytes * scale});
+        }
       }
-    }
-  }
-  if (pushes.empty() && pulls.empty()) return 0;  // all local (one worker hosts every server)
+    };
+  };
+  // With none (one worker hosting every server: all local) every term
+  // below is 0.
+  const FlowSource pushes = exchanges(true, 0, 1.0), pulls = exchanges(false, 0, 1.0);
   if (!pipelined_) return slowest_flow(topology, pushes) + slowest_flow(topology, pulls);
   // Push and pull overlap: each port's bytes in both phases pass once, and
   // the pipeline fills (every worker's first chunk in before any sum goes
@@ -188,14 +189,19 @@ double ParameterServerScheme::collective_model_time(Collective c, std::size_t by
   // lighter phase: pushes P and pulls Q through a port in C chunks take
   // max(P + Q / C, P / C + Q). An all-reduce's phases weigh the same; a
   // reduce-scatter's pulls and an all-gather's pushes are 1/n of the other.
-  std::vector<Flow> both = pushes;
-  both.insert(both.end(), pulls.begin(), pulls.end());
+  const FlowSource both = [&](const FlowVisitor& visit) {
+    pushes(visit);
+    pulls(visit);
+  };
+  double largest = 0;  // the largest pushed shard: its chunks are the last to drain
+  for (int k = first_pushed; k < layout_.servers(); ++k) {
+    largest = std::max(largest, static_cast<double>(layout_.shard(count, k).count));
+  }
   double fill = 0;
   if (largest > 0) {
     const double share = std::min(1.0, static_cast<double>(chunk(DType::f32)) / largest);
-    for (Flow& f : chunked_pushes) f.bytes *= share;
-    for (Flow& f : chunked_pulls) f.bytes *= share;
-    fill = std::min(slowest_flow(topology, chunked_pushes), slowest_flow(topology, chunked_pulls));
+    fill = std::min(slowest_flow(topology, exchanges(true, first_pushed, share)),
+                    slowest_flow(topology, exchanges(false, first_pushed, share)));
   }
   // Hybrid's ring, with the keys split at the optimum, finishes with the
   // busiest port; but its 2 (n-1) steps each wait a latency (one of them

@@ -89,76 +89,104 @@ struct Scheduled {
   }
 };
 
-// Random traffic, the same on two networks, one settling stars and
-// instants of replacements directly (Network::settle_star,
-// Network::pair_replacements) and one filling every component: sends into
-// one endpoint (a star), each finished flow followed at once by its pair's
-// next (one flow taking another's place), hand-overs, and sends to other
-// endpoints that join a star or share a sender's port with one, one event
-// in `disturb` on average. Every completion either network schedules must
-// be the other's, to the last bit and in the same order.
-void expect_direct_star_settling_matches_filling(const Topology& topology, unsigned seed,
-                                                 unsigned disturb) {
-  std::vector<Scheduled> direct_log, filled_log;
-  sim::Network direct(topology, [&](double t, int f, std::uint64_t v) { direct_log.push_back({t, f, v}); });
-  sim::Network filled(topology, [&](double t, int f, std::uint64_t v) { filled_log.push_back({t, f, v}); },
-                      /*settle_stars_directly=*/false);
-  std::mt19937 rng(seed);
-  const int endpoints = topology.endpoints();
-  std::map<int, std::pair<int, int>> ends;  // active flow -> (src, dst)
-  std::priority_queue<Scheduled> pending;
-  std::size_t seen = 0;
-  double now = 0;
-  auto drain = [&] {
+// Two networks fed the same flows, one settling directly what it can and
+// one filling every component (settle_stars_directly false): every
+// completion either schedules must be the other's, to the last bit and in
+// the same order.
+struct TwinNetworks {
+  TwinNetworks(const Topology& topology, unsigned seed, std::size_t smallest)
+      : direct(topology, [this](double t, int f, std::uint64_t v) { direct_log.push_back({t, f, v}); }),
+        filled(topology, [this](double t, int f, std::uint64_t v) { filled_log.push_back({t, f, v}); },
+               /*settle_stars_directly=*/false),
+        rng(seed),
+        seed(seed),
+        smallest(smallest) {}
+
+  // Compares what both scheduled since the last call and queues it.
+  void check() {
     ASSERT_EQ(direct_log, filled_log) << "seed " << seed << ", at " << now;
     for (; seen < direct_log.size(); ++seen) pending.push(direct_log[seen]);
-  };
+  }
   // Few sizes, so that flows sharing a port at one rate end together.
-  const auto size = [&] { return std::size_t{64} << (10 + 2 * (rng() % 3)); };
-  auto start = [&](int src, int dst) {
+  std::size_t size() { return smallest << (2 * (rng() % 3)); }
+  void start(int src, int dst) {
     if (src == dst) return;
     const std::size_t bytes = size();
     const int id = direct.start(src, dst, bytes, now);
     ASSERT_EQ(filled.start(src, dst, bytes, now), id);
     ends[id] = {src, dst};
-  };
-  for (int src = 1; src < endpoints; ++src) start(src, 0);
-  direct.settle(now);
-  filled.settle(now);
-  drain();
-  for (int events = 0; !pending.empty() && events < 2000; ++events) {
-    const Scheduled next = pending.top();
-    pending.pop();
-    ASSERT_EQ(direct.current(next.flow, next.version), filled.current(next.flow, next.version));
-    if (!direct.current(next.flow, next.version)) continue;
-    now = next.time;
-    const auto [src, dst] = ends.at(next.flow);
+  }
+  void finish(int flow) {
+    direct.finish(flow);
+    filled.finish(flow);
+    ends.erase(flow);
+  }
+  void hand_over(int flow) {
+    const std::size_t bytes = size();
+    direct.hand_over(flow, bytes, now);
+    filled.hand_over(flow, bytes, now);
+  }
+  // The engine settles once an instant, after all of its events.
+  void settle() {
+    direct.settle(now);
+    filled.settle(now);
+    check();
+  }
+  bool current(const Scheduled& s) const {
+    EXPECT_EQ(direct.current(s.flow, s.version), filled.current(s.flow, s.version));
+    return direct.current(s.flow, s.version);
+  }
+
+  std::vector<Scheduled> direct_log, filled_log;
+  sim::Network direct, filled;
+  std::mt19937 rng;
+  unsigned seed;
+  std::size_t smallest;
+  std::map<int, std::pair<int, int>> ends;  // active flow -> (src, dst)
+  std::priority_queue<Scheduled> pending;
+  std::size_t seen = 0;
+  double now = 0;
+};
+
+// Random traffic on twin networks, one settling stars and instants of
+// replacements directly (Network::settle_star,
+// Network::pair_replacements): sends into one endpoint (a star), each
+// finished flow followed at once by its pair's next (one flow taking
+// another's place), hand-overs, and sends to other endpoints that join a
+// star or share a sender's port with one, one event in `disturb` on
+// average.
+void expect_direct_star_settling_matches_filling(const Topology& topology, unsigned seed,
+                                                 unsigned disturb) {
+  TwinNetworks net(topology, seed, std::size_t{64} << 10);
+  std::mt19937& rng = net.rng;
+  const int endpoints = topology.endpoints();
+  for (int src = 1; src < endpoints; ++src) net.start(src, 0);
+  net.settle();
+  for (int events = 0; !net.pending.empty() && events < 2000; ++events) {
+    const Scheduled next = net.pending.top();
+    net.pending.pop();
+    if (!net.current(next)) continue;
+    net.now = next.time;
+    const auto [src, dst] = net.ends.at(next.flow);
     const unsigned roll = rng() % 10;
     if (roll < 3) {
-      const std::size_t bytes = size();
-      direct.hand_over(next.flow, bytes, now);
-      filled.hand_over(next.flow, bytes, now);
+      net.hand_over(next.flow);
     } else {
-      direct.finish(next.flow);
-      filled.finish(next.flow);
-      ends.erase(next.flow);
+      net.finish(next.flow);
       // The same pair's next message, or another sender's (which may be
       // sending elsewhere too), or none.
-      if (roll < 8) start(src, dst);
-      if (roll == 8) start(1 + static_cast<int>(rng() % (endpoints - 1)), dst);
+      if (roll < 8) net.start(src, dst);
+      if (roll == 8) net.start(1 + static_cast<int>(rng() % (endpoints - 1)), dst);
     }
     // Keep the star populated.
-    if (static_cast<int>(ends.size()) < endpoints / 2) start(1 + static_cast<int>(rng() % (endpoints - 1)), 0);
+    if (static_cast<int>(net.ends.size()) < endpoints / 2) {
+      net.start(1 + static_cast<int>(rng() % (endpoints - 1)), 0);
+    }
     if (rng() % disturb == 0) {
-      start(1 + static_cast<int>(rng() % (endpoints - 1)), static_cast<int>(rng() % 3));
+      net.start(1 + static_cast<int>(rng() % (endpoints - 1)), static_cast<int>(rng() % 3));
     }
-    drain();
-    // The engine settles once an instant, after all of its events.
-    if (pending.empty() || pending.top().time > now) {
-      direct.settle(now);
-      filled.settle(now);
-      drain();
-    }
+    net.check();
+    if (net.pending.empty() || net.pending.top().time > net.now) net.settle();
   }
 }
 
@@ -171,6 +199,77 @@ TEST(SimEngine, SettlingAStarDirectlySchedulesWhatFillingWould) {
       expect_direct_star_settling_matches_filling(
           Topology::grouped(12, 2, 0, {100e9, 1e-6}, nic, /*nic_per_node=*/true), seed, disturb);
     }
+  }
+}
+
+// A hybrid PS's traffic on twin networks, one settling directly what it
+// can (Network::endings_leave_rates,
+// Network::rate_newcomers_above_their_ports): each sender pushes to
+// endpoint 0 and pulls from it, slow flows that join every sender's NIC
+// into one component, while ring flows between the senders end and, a
+// latency later, start again: instants of endings only and of starts
+// only. Sometimes a ring flow is handed over, or a flow starts between
+// any two endpoints.
+void expect_direct_ring_settling_matches_filling(const Topology& topology, unsigned seed) {
+  TwinNetworks net(topology, seed, std::size_t{256} << 10);
+  std::mt19937& rng = net.rng;
+  const int endpoints = topology.endpoints();
+  const int senders = endpoints - 1;  // 1 .. endpoints - 1; the server is 0
+  std::multimap<double, std::pair<int, int>> later;  // starts a latency after a ring flow ended
+  const auto next_sender = [&](int s) { return s % senders + 1; };
+  for (int s = 1; s <= senders; ++s) {
+    net.start(s, 0);
+    net.start(0, s);
+    net.start(s, next_sender(s));
+  }
+  net.settle();
+  for (int instants = 0; instants < 600; ++instants) {
+    // Skip stale completions; the next instant is the earlier of the next
+    // completion and the next delayed start.
+    while (!net.pending.empty() && !net.current(net.pending.top())) net.pending.pop();
+    if (net.pending.empty() && later.empty()) break;
+    net.now = net.pending.empty() ? later.begin()->first
+              : later.empty()     ? net.pending.top().time
+                                  : std::min(net.pending.top().time, later.begin()->first);
+    while (!net.pending.empty() && net.pending.top().time == net.now) {
+      const Scheduled next = net.pending.top();
+      net.pending.pop();
+      if (!net.current(next)) continue;
+      const auto [src, dst] = net.ends.at(next.flow);
+      const bool ring = src != 0 && dst != 0;
+      if (ring && rng() % 10 == 0) {
+        net.hand_over(next.flow);
+        net.check();
+        continue;
+      }
+      net.finish(next.flow);
+      // A ring's next message leaves a latency later; a push or pull's
+      // next at once.
+      if (ring) {
+        later.emplace(net.now + 1e-6 * (1 + rng() % 2), std::pair{src, dst});
+      } else {
+        net.start(src, dst);
+      }
+    }
+    while (!later.empty() && later.begin()->first == net.now) {
+      net.start(later.begin()->second.first, later.begin()->second.second);
+      later.erase(later.begin());
+    }
+    if (rng() % 25 == 0) {
+      net.start(static_cast<int>(rng() % endpoints), static_cast<int>(rng() % endpoints));
+    }
+    net.check();
+    net.settle();
+  }
+}
+
+TEST(SimEngine, SettlingRingFlowsBesideSlowPushesDirectlySchedulesWhatFillingWould) {
+  const LinkSpec nic{25e9, 1e-6};
+  for (unsigned seed = 1; seed <= 10; ++seed) {
+    expect_direct_ring_settling_matches_filling(Topology::grouped(12, 1, 0, {}, nic), seed);
+    // Nodes of two sharing a NIC: two ring flows on one port.
+    expect_direct_ring_settling_matches_filling(
+        Topology::grouped(12, 2, 0, {100e9, 1e-6}, nic, /*nic_per_node=*/true), seed);
   }
 }
 

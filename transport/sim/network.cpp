@@ -155,6 +155,7 @@ void Network::finish(int flow) {
   Flow& f = flows_[static_cast<std::size_t>(flow)];
   f.active = false;
   ended_.emplace_back(pair_key(f.src, f.dst), f.filled);
+  ended_flows_.push_back(flow);
   for (int i = 0; i < f.port_count; ++i) detach(f.ports[static_cast<std::size_t>(i)], flow);
   free_flows_.push_back(flow);
   --active_;
@@ -170,11 +171,17 @@ void Network::hand_over(int flow, std::size_t bytes, double now) {
 }
 
 void Network::settle(double now) {
-  if (dirty_.empty()) {
-    ended_.clear();  // they left their ports empty: nothing to rate
+  if (dirty_.empty() || (settle_stars_directly_ && endings_leave_rates())) {
+    // Finished flows left their ports empty, or took nothing from the
+    // others: nothing to rate.
+    for (int p : dirty_) ports_[static_cast<std::size_t>(p)].dirty = false;
+    dirty_.clear();
+    ended_.clear();
+    ended_flows_.clear();
     return;
   }
-  const bool replacing = settle_stars_directly_ && pair_replacements();
+  const bool replacing =
+      settle_stars_directly_ && (pair_replacements() || rate_newcomers_above_their_ports());
   ++stamp_;
   std::vector<int>& ports = component_ports_;
   std::vector<int>& flows = component_flows_;
@@ -231,6 +238,66 @@ void Network::settle(double now) {
   }
   dirty_.clear();
   ended_.clear();
+  ended_flows_.clear();
+}
+
+bool Network::endings_leave_rates() const {
+  if (!started_.empty() || ended_flows_.empty()) return false;
+  for (int id : ended_flows_) {
+    const Flow& f = flows_[static_cast<std::size_t>(id)];
+    if (!(f.filled > 0)) return false;
+    for (int i = 0; i < f.port_count; ++i) {
+      for (int other : ports_[static_cast<std::size_t>(f.ports[static_cast<std::size_t>(i)])].flows) {
+        const double rate = flows_[static_cast<std::size_t>(other)].filled;
+        if (!(rate > 0 && rate < f.filled)) return false;
+      }
+    }
+  }
+  return true;
+}
+
+bool Network::rate_newcomers_above_their_ports() {
+  if (!ended_.empty() || started_.empty()) return false;
+  std::vector<double>& levels = levels_scratch_;
+  std::vector<double>& rates = rate_scratch_;
+  rates.clear();
+  for (int id : started_) {
+    const Flow& g = flows_[static_cast<std::size_t>(id)];
+    if (!g.active) return false;
+    double rate = std::numeric_limits<double>::infinity();
+    double highest = 0;  // of the other flows on its ports
+    for (int i = 0; i < g.port_count; ++i) {
+      const Port& port = ports_[static_cast<std::size_t>(g.ports[static_cast<std::size_t>(i)])];
+      levels.clear();
+      for (int other : port.flows) {
+        if (other == id) continue;
+        const Flow& h = flows_[static_cast<std::size_t>(other)];
+        if (h.rate == 0 || !(h.filled > 0)) return false;  // another newcomer: they interact
+        levels.push_back(h.filled);
+      }
+      // The filling freezes the others in the order of their rates,
+      // taking each from what the port has left, as here; the port must
+      // offer more than the next of them meanwhile, or it would freeze
+      // them itself (a tie would be settled by the walk's order). In exact
+      // arithmetic the new flow's rate above them all implies it; checked
+      // here as computed, rounding included.
+      std::sort(levels.begin(), levels.end());
+      double left = port.capacity;
+      for (std::size_t j = 0; j < levels.size(); ++j) {
+        const auto unfrozen = static_cast<int>(levels.size() - j + 1);
+        if (!(left / unfrozen > levels[j])) return false;
+        left = std::max(0.0, left - levels[j]);
+      }
+      rate = std::min(rate, left);  // its share once it is the port's last unfrozen flow
+      if (!levels.empty()) highest = std::max(highest, levels.back());
+    }
+    if (!(rate > highest && rate > 0)) return false;
+    rates.push_back(rate);
+  }
+  for (std::size_t i = 0; i < started_.size(); ++i) {
+    flows_[static_cast<std::size_t>(started_[i])].filled = rates[i];
+  }
+  return true;
 }
 
 bool Network::pair_replacements() {

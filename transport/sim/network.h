@@ -128,6 +128,23 @@ class Network {
   // flows form one component as wide as the world, and most of its
   // instants are of this kind.)
   bool pair_replacements();
+  // Whether, with no flow started since the last settle, every flow that
+  // finished had a higher rate than every other flow on its ports. The
+  // filling froze those others before it (by other ports), and nothing it
+  // did afterwards touched them, so without it every rate stays as it is:
+  // there is nothing to settle. (A hybrid PS's ring flows share their
+  // NICs with the slow pushes to a server, which join every NIC into one
+  // component as wide as the world; a ring step's flows end together.)
+  bool endings_leave_rates() const;
+  // Whether, with no flow finished since the last settle, each new flow
+  // would be frozen after every other flow on its ports, and their rates
+  // let it: each port's share stays above the next of its other flows'
+  // rates as they freeze (then none of them, nor anything beyond, changes
+  // rate), and the new flow gets what its tightest port has left. Each
+  // new flow is given that rate (`filled`), and settle() reschedules the
+  // new flows in the order of its walk, as the filling would. (The hybrid
+  // PS's ring flows starting beside their NICs' slow pushes.)
+  bool rate_newcomers_above_their_ports();
   // Gives `flow` its new rate from `now` and schedules its completion,
   // unless the rate did not change.
   void reschedule(int flow, double rate, double now);
@@ -147,7 +164,9 @@ class Network {
   // Flows finished since the last settle: their endpoints, keyed as
   // src * endpoints + dst, and the rate the last filling gave them.
   std::vector<std::pair<std::int64_t, double>> ended_;
+  std::vector<int> ended_flows_;  // the same flows' ids (no flow reused until a start)
   std::vector<std::pair<std::int64_t, int>> started_keys_;  // pair_replacements' scratch
+  std::vector<double> levels_scratch_;  // rate_newcomers_above_their_ports' scratch
   std::uint32_t stamp_ = 0;
   // settle()'s working memory, kept between calls (it runs once per
   // instant of virtual time).
