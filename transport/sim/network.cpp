@@ -180,8 +180,7 @@ void Network::settle(double now) {
     ended_flows_.clear();
     return;
   }
-  const bool replacing =
-      settle_stars_directly_ && (pair_replacements() || rate_newcomers_above_their_ports());
+  const bool replacing = settle_stars_directly_ && pair_replacements();
   ++stamp_;
   std::vector<int>& ports = component_ports_;
   std::vector<int>& flows = component_flows_;
@@ -221,7 +220,8 @@ void Network::settle(double now) {
         }
       }
     }
-    if (replacing) {
+    if (replacing || (settle_stars_directly_ && flows.size() > 1 && ended_.empty() &&
+                      rate_newcomers_above_their_ports(flows))) {
       // Only the newcomers (not yet given a rate) change, and they are
       // rescheduled in the walk's order, as the filling would: completions
       // at one instant are processed in the order they were scheduled.
@@ -256,14 +256,13 @@ bool Network::endings_leave_rates() const {
   return true;
 }
 
-bool Network::rate_newcomers_above_their_ports() {
-  if (!ended_.empty() || started_.empty()) return false;
+bool Network::rate_newcomers_above_their_ports(const std::vector<int>& flows) {
   std::vector<double>& levels = levels_scratch_;
   std::vector<double>& rates = rate_scratch_;
   rates.clear();
-  for (int id : started_) {
+  for (int id : flows) {
     const Flow& g = flows_[static_cast<std::size_t>(id)];
-    if (!g.active) return false;
+    if (g.rate != 0) continue;  // not new
     double rate = std::numeric_limits<double>::infinity();
     double highest = 0;  // of the other flows on its ports
     for (int i = 0; i < g.port_count; ++i) {
@@ -294,8 +293,11 @@ bool Network::rate_newcomers_above_their_ports() {
     if (!(rate > highest && rate > 0)) return false;
     rates.push_back(rate);
   }
-  for (std::size_t i = 0; i < started_.size(); ++i) {
-    flows_[static_cast<std::size_t>(started_[i])].filled = rates[i];
+  if (rates.empty()) return false;
+  std::size_t next = 0;
+  for (int id : flows) {
+    Flow& g = flows_[static_cast<std::size_t>(id)];
+    if (g.rate == 0) g.filled = rates[next++];
   }
   return true;
 }

@@ -137,14 +137,15 @@ class Network {
   // component as wide as the world; a ring step's flows end together.)
   bool endings_leave_rates() const;
   // Whether, with no flow finished since the last settle, each new flow
-  // would be frozen after every other flow on its ports, and their rates
-  // let it: each port's share stays above the next of its other flows'
-  // rates as they freeze (then none of them, nor anything beyond, changes
-  // rate), and the new flow gets what its tightest port has left. Each
-  // new flow is given that rate (`filled`), and settle() reschedules the
-  // new flows in the order of its walk, as the filling would. (The hybrid
-  // PS's ring flows starting beside their NICs' slow pushes.)
-  bool rate_newcomers_above_their_ports();
+  // of the component `flows` would be frozen after every other flow on
+  // its ports, and their rates let it: each port's share stays above the
+  // next of its other flows' rates as they freeze (then none of them, nor
+  // anything beyond, changes rate), and the new flow gets what its
+  // tightest port has left. Each new flow is given that rate (`filled`),
+  // and settle() reschedules the new flows in the order of its walk, as
+  // the filling would. (The hybrid PS's ring flows starting beside their
+  // NICs' slow pushes.)
+  bool rate_newcomers_above_their_ports(const std::vector<int>& flows);
   // Gives `flow` its new rate from `now` and schedules its completion,
   // unless the rate did not change.
   void reschedule(int flow, double rate, double now);
