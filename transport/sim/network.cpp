@@ -341,8 +341,7 @@ void Network::count_star_joiners() {
     if (hub.star_flows == 0) return nullptr;
     if (hub.joined_mark != stamp_) {
       hub.joined_mark = stamp_;
-      hub.joiners = 0;
-      hub.joiner = -1;
+      hub.joiner = kNoJoiner;
     }
     return &hub;
   };
@@ -362,13 +361,10 @@ void Network::count_star_joiners() {
     }
     if (hub_count == 1 && alone) {
       Port& hub = *hubs[0];
-      if (hub.joiners >= 0) {
-        ++hub.joiners;
-        hub.joiner = id;
-      }
+      hub.joiner = hub.joiner == kNoJoiner ? id : kStarChanged;
       continue;
     }
-    for (int h = 0; h < hub_count; ++h) hubs[h]->joiners = -1;  // between two hubs, or not alone
+    for (int h = 0; h < hub_count; ++h) hubs[h]->joiner = kStarChanged;  // between two hubs, or not alone
   }
   started_.clear();
 }
@@ -387,7 +383,7 @@ int Network::star_hub_of(int seed) const {
 
 bool Network::settle_star(int hub_port, double now) {
   Port& hub = ports_[static_cast<std::size_t>(hub_port)];
-  if (hub.joined_mark != stamp_ || hub.joiners != 1 ||
+  if (hub.joined_mark != stamp_ || hub.joiner < 0 ||
       static_cast<int>(hub.flows.size()) != hub.star_flows) {
     return false;
   }

@@ -21,6 +21,8 @@
 #include <utility>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "common/topology.h"
 
 namespace gradex::sim {
@@ -65,9 +67,13 @@ class Network {
   int active_flows() const { return active_; }
 
  private:
-  struct Port {
+  // One cache line, its first flows included: a message touches a port
+  // at each end.
+  struct alignas(64) Port {
     double capacity = 0;
-    std::vector<int> flows;  // active flows through this port
+    // Active flows through this port: most ports carry one or two, kept
+    // in the port itself (one cache line fewer per message).
+    boost::container::small_vector<int, 2> flows;
     bool dirty = false;
     std::uint32_t mark = 0;  // visit stamp of the last settle
     int slot = 0;            // its index in the component being rebalanced
@@ -75,12 +81,15 @@ class Network {
     // settle has changed since but by a flow that took another's place:
     // the flows it had then. 0 otherwise.
     int star_flows = 0;
-    // settle()'s count of the flows joining the star this instant (-1: the
-    // star changed otherwise); valid while `joined_mark` is the stamp.
-    int joiners = 0;
-    int joiner = -1;
+    // settle()'s note of the flows joining the star this instant: the one
+    // that did, kNoJoiner if none did, kStarChanged if more did or the
+    // star changed otherwise; valid while `joined_mark` is the stamp.
+    int joiner = kNoJoiner;
     std::uint32_t joined_mark = 0;
   };
+  static_assert(sizeof(Port) == 64);
+  static constexpr int kNoJoiner = -1;
+  static constexpr int kStarChanged = -2;
   struct Flow {
     // Its ports, egress first: egress, [leaf uplink, leaf downlink,] ingress.
     std::array<int, 4> ports{};
