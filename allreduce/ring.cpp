@@ -165,6 +165,22 @@ void drive_together(std::vector<RingPhase>& phases) {
     Request* slot;  // where the request came from, to go back to
     bool send;      // the oldest send of a full window, else the next receive
   };
+  if (phases.size() == 1) {
+    // One ring (rail rings on nodes of one GPU): the same order of waits,
+    // with nothing to choose between.
+    RingPhase& p = phases.front();
+    while (p.next_receive()) {
+      if (Request* send = p.full_window()) {
+        p.comm().wait(*send);
+        p.sent_oldest();
+      } else {
+        p.comm().wait(p.front_receive());
+        p.on_received();
+      }
+    }
+    p.finish_sends();
+    return;
+  }
   std::vector<Waiting> live;
   std::vector<Request> requests;
   while (true) {
@@ -178,8 +194,7 @@ void drive_together(std::vector<RingPhase>& phases) {
       requests.push_back(std::move(*slot));
     }
     if (live.empty()) break;
-    // One ring left waiting (or only one driven: rail rings on nodes of
-    // one GPU): its request is waited for as such, with no choice to make.
+    // One ring left waiting: its request is waited for as such.
     std::size_t done = 0;
     if (live.size() == 1) {
       live.front().phase->comm().wait(requests.front());
