@@ -194,13 +194,7 @@ void drive_together(std::vector<RingPhase>& phases) {
       requests.push_back(std::move(*slot));
     }
     if (live.empty()) break;
-    // One ring left waiting: its request is waited for as such.
-    std::size_t done = 0;
-    if (live.size() == 1) {
-      live.front().phase->comm().wait(requests.front());
-    } else {
-      done = live.front().phase->comm().wait_any(requests);
-    }
+    const std::size_t done = live.front().phase->comm().wait_any(requests);
     // The others go back, still pending; the one that completed is taken.
     for (std::size_t i = 0; i < live.size(); ++i) {
       if (i != done) *live[i].slot = std::move(requests[i]);

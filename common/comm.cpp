@@ -116,7 +116,8 @@ std::size_t Comm::wait_any(std::span<Request> requests) {
   if (pending == 0) {
     throw InvariantError(detail::concat("rank ", rank(), ": wait_any with no pending request"));
   }
-  const std::size_t done = index[wait_any_state(states.first(pending))];
+  // One pending: nothing to choose, a plain wait.
+  const std::size_t done = pending == 1 ? index[0] : index[wait_any_state(states.first(pending))];
   wait(requests[done]);
   return done;
 }
