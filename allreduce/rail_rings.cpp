@@ -30,6 +30,13 @@ int RailRingsScheme::channels() const { return std::min(options().ranks_per_node
 void RailRingsScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
   GRADEX_ENFORCE_EQ(comm.size(), workers(), "rail rings run on the workers only");
   const int g = channels();
+  if (g == 1) {
+    // One rank per node: the one rail ring is every rank in order, `comm`
+    // itself, and rail rings are the ring.
+    ring_allreduce(comm, data, op, options().segment_bytes, /*slice_bytes=*/0);
+    finish_reduce(data, op, comm.size());
+    return;
+  }
   const BlockSplit split{data.count, static_cast<std::size_t>(g)};
   std::vector<std::unique_ptr<SubComm>> groups;
   std::vector<Comm*> rings;

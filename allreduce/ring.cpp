@@ -165,22 +165,6 @@ void drive_together(std::vector<RingPhase>& phases) {
     Request* slot;  // where the request came from, to go back to
     bool send;      // the oldest send of a full window, else the next receive
   };
-  if (phases.size() == 1) {
-    // One ring (rail rings on nodes of one GPU): the same order of waits,
-    // with nothing to choose between.
-    RingPhase& p = phases.front();
-    while (p.next_receive()) {
-      if (Request* send = p.full_window()) {
-        p.comm().wait(*send);
-        p.sent_oldest();
-      } else {
-        p.comm().wait(p.front_receive());
-        p.on_received();
-      }
-    }
-    p.finish_sends();
-    return;
-  }
   std::vector<Waiting> live;
   std::vector<Request> requests;
   while (true) {
@@ -309,8 +293,13 @@ Traffic ring_all_gather_traffic(int rank, int n, std::size_t count, DType dtype,
 // latencies; tests/sim_model_test.cpp).
 void RingScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
   GRADEX_ENFORCE_EQ(comm.size(), workers(), "ring runs on the workers only");
-  const std::size_t seg = options().segment_bytes;
-  const RingSlices slices(data.count, options().slice_bytes, data.dtype);
+  ring_allreduce(comm, data, op, options().segment_bytes, options().slice_bytes);
+  finish_reduce(data, op, comm.size());
+}
+
+void ring_allreduce(Comm& comm, Tensor data, ReduceOp op, std::size_t seg,
+                    std::size_t slice_bytes) {
+  const RingSlices slices(data.count, slice_bytes, data.dtype);
   const ReduceOp combine = combining_op(op);
   std::optional<RingPhase> scatter;
   scatter.emplace(comm, slices.of(data, 0), combine, seg, /*tag=*/0, /*reduce=*/true);
@@ -322,7 +311,6 @@ void RingScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
     }
     gather.finish();
   }
-  finish_reduce(data, op, comm.size());
 }
 
 void RingScheme::reduce_scatter(Comm& comm, Tensor data, ReduceOp op) {

@@ -17,6 +17,12 @@ void ring_reduce_scatter(Comm& comm, Tensor data, ReduceOp op, std::size_t segme
                          Tag tag);
 // Rank r contributes block r; on return every rank holds every block.
 void ring_all_gather(Comm& comm, Tensor data, std::size_t segment_bytes, Tag tag);
+// RingScheme's all-reduce on every rank of comm: a reduce-scatter then an
+// all-gather per slice of `slice_bytes` (0: one slice), the next slice's
+// reduce-scatter posted while this one's all-gather runs. An average is
+// left to the caller to finish (finish_reduce).
+void ring_allreduce(Comm& comm, Tensor data, ReduceOp op, std::size_t segment_bytes,
+                    std::size_t slice_bytes);
 // Several ring all-reduces at once, ring k over group rings[k] (each a
 // sub-group of one parent, in its ring order) on its own part parts[k] of
 // the buffer: NCCL's channels. Each rank drives its rings together,

@@ -31,8 +31,16 @@ struct Tensor {
 
   std::size_t bytes() const { return count * dtype_size(dtype); }
   bool phantom() const { return data == nullptr && count != 0; }
-  // Elements [offset, offset + n) of this view.
-  Tensor slice(std::size_t offset, std::size_t n) const;
+  // Elements [offset, offset + n) of this view. Inline: schemes slice at
+  // every step, and a call returns its view through memory.
+  Tensor slice(std::size_t offset, std::size_t n) const {
+    if (offset + n > count) slice_out_of_range(offset, n);
+    return {data == nullptr ? nullptr : static_cast<std::byte*>(data) + offset * dtype_size(dtype),
+            n, dtype};
+  }
+
+ private:
+  [[noreturn]] void slice_out_of_range(std::size_t offset, std::size_t n) const;
 };
 
 // Element conversions for the 16-bit types (round to nearest even).

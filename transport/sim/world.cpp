@@ -203,7 +203,7 @@ struct SimWorld::Impl {
   }
   void post_send(const OpPtr& op);
   void post_recv(const OpPtr& op);
-  void match(Message* m, const OpPtr& recv);
+  void match(Message* m, OpPtr recv);
   void on_left(Message* m);
   void start_flow(Message* m);
   void on_arrival(Message* m);
@@ -362,7 +362,7 @@ void SimWorld::Impl::post_send(const OpPtr& op) {
     push(e);
   }
   RankState& receiver = ranks[static_cast<std::size_t>(m->dst)];
-  if (auto recv = receiver.queues.post_arrival(m->src, op->tag, m)) match(m, *recv);
+  if (auto recv = receiver.queues.post_arrival(m->src, op->tag, m)) match(m, std::move(*recv));
 }
 
 void SimWorld::Impl::post_recv(const OpPtr& op) {
@@ -373,7 +373,7 @@ void SimWorld::Impl::post_recv(const OpPtr& op) {
 // The pair is decided: move real data now (the sender's buffer is still
 // owned by the transport, since its send cannot complete before the match)
 // and complete whichever side's time has already come.
-void SimWorld::Impl::match(Message* m, const OpPtr& recv) {
+void SimWorld::Impl::match(Message* m, OpPtr recv) {
   SimOp& send = *m->send;
   if (std::string error = transport::deliver(*recv, send.owner, send.src, send.bytes);
       !error.empty()) {
@@ -384,14 +384,14 @@ void SimWorld::Impl::match(Message* m, const OpPtr& recv) {
     release_if_done(m);
     return;
   }
-  m->recv = recv;
+  m->recv = std::move(recv);
   m->matched = true;
   if (m->left) {
     complete(send);
     m->send = nullptr;
   }
   if (m->arrived) {
-    complete(*recv);
+    complete(*m->recv);
     m->recv = nullptr;
     release_if_done(m);
   }
