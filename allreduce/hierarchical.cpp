@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,11 +39,17 @@ struct Levels {
       : node(comm.rank() / g),
         local(comm.rank() % g),
         intra(comm, node_members(node, g), static_cast<std::uint32_t>(node)),
-        inter(comm, peer_members(local, g, m), static_cast<std::uint32_t>(m + local)) {}
+        inter(g == 1 ? comm
+                     : peers.emplace(comm, peer_members(local, g, m),
+                                     static_cast<std::uint32_t>(m + local))) {}
   int node;
   int local;
   SubComm intra;  // this rank's node
-  SubComm inter;  // its peers: the same local index on every node
+  // Its peers, the same local index on every node: with one rank per node
+  // every rank in order, which is `comm` itself (a sub-group would only
+  // rename ranks and tags, and the node's group moves nothing).
+  std::optional<SubComm> peers;
+  Comm& inter;
 };
 
 // Rank (node k, local l) owns block kG + l of the n = mG blocks, so local
