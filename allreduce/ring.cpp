@@ -45,13 +45,17 @@ class RingPhase {
  public:
   static constexpr int kStepsAhead = 4;
 
+  // The ring of ranks 0..ranks-1 of comm (all of them when `ranks` is 0).
   RingPhase(Comm& comm, Tensor data, ReduceOp op, std::size_t segment_bytes, Tag tag,
-            bool reduce)
-      : comm_(comm), data_(data), op_(op), tag_(tag), reduce_(reduce), n_(comm.size()),
+            bool reduce, int ranks = 0)
+      : comm_(comm), data_(data), op_(op), tag_(tag), reduce_(reduce),
+        n_(ranks == 0 ? comm.size() : ranks),
         split_{data.count, static_cast<std::size_t>(n_)},
         seg_(split_.size(0), segment_bytes, data.dtype),
         next_((comm.rank() + 1) % n_), prev_((comm.rank() - 1 + n_) % n_),
         first_send_(reduce ? comm.rank() - 1 : comm.rank()) {
+    GRADEX_ENFORCE(n_ >= 1 && n_ <= comm.size() && comm.rank() < n_, "rank ", comm.rank(),
+                   " in a ring of ranks 0..", n_ - 1, " of ", comm.size());
     if (n_ == 1 || data.count == 0) return;
     // Step 0: this rank's own block goes out whole, segment by segment.
     const Tensor first = block(first_send_);
@@ -242,12 +246,12 @@ Traffic ring_phase_traffic(int r, int n, std::size_t count, DType dtype,
 }  // namespace
 
 void ring_reduce_scatter(Comm& comm, Tensor data, ReduceOp op, std::size_t segment_bytes,
-                         Tag tag) {
-  RingPhase(comm, data, combining_op(op), segment_bytes, tag, /*reduce=*/true).finish();
+                         Tag tag, int ranks) {
+  RingPhase(comm, data, combining_op(op), segment_bytes, tag, /*reduce=*/true, ranks).finish();
 }
 
-void ring_all_gather(Comm& comm, Tensor data, std::size_t segment_bytes, Tag tag) {
-  RingPhase(comm, data, ReduceOp::sum, segment_bytes, tag, /*reduce=*/false).finish();
+void ring_all_gather(Comm& comm, Tensor data, std::size_t segment_bytes, Tag tag, int ranks) {
+  RingPhase(comm, data, ReduceOp::sum, segment_bytes, tag, /*reduce=*/false, ranks).finish();
 }
 
 void ring_allreduce_together(std::span<Comm* const> rings, std::span<const Tensor> parts,

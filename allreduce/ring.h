@@ -12,11 +12,14 @@
 namespace gradex {
 
 // The buffer is split into n blocks (BlockSplit); on return rank r holds
-// block r reduced over all ranks (other blocks hold partial sums).
+// block r reduced over all ranks (other blocks hold partial sums). Over
+// ranks 0..ranks-1 of comm only, if `ranks` is given (the others take no
+// part and must not call).
 void ring_reduce_scatter(Comm& comm, Tensor data, ReduceOp op, std::size_t segment_bytes,
-                         Tag tag);
+                         Tag tag, int ranks = 0);
 // Rank r contributes block r; on return every rank holds every block.
-void ring_all_gather(Comm& comm, Tensor data, std::size_t segment_bytes, Tag tag);
+void ring_all_gather(Comm& comm, Tensor data, std::size_t segment_bytes, Tag tag,
+                     int ranks = 0);
 // RingScheme's all-reduce on every rank of comm: a reduce-scatter then an
 // all-gather per slice of `slice_bytes` (0: one slice), the next slice's
 // reduce-scatter posted while this one's all-gather runs. An average is

@@ -23,7 +23,7 @@ namespace gradex {
 // million open requests.
 inline constexpr std::size_t kChunksInFlight = 4;
 
-inline Tag push_tag(int server) { return 2 * static_cast<Tag>(server); }
-inline Tag pull_tag(int server) { return 2 * static_cast<Tag>(server) + 1; }
+constexpr Tag push_tag(int server) { return 2 * static_cast<Tag>(server); }
+constexpr Tag pull_tag(int server) { return 2 * static_cast<Tag>(server) + 1; }
 
 }  // namespace gradex

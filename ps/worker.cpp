@@ -127,8 +127,9 @@ namespace {
 // key split assumes (k < n; at k >= n the workers hold no keys).
 //
 // The pushes and pulls are posted before the ring starts and move while
-// it runs; the ring's messages travel in a sub-group of the workers, so
-// their tags never meet the servers'.
+// it runs. The ring is the workers, ranks 0..n-1, and its two tags are
+// below the servers' (push_tag and pull_tag of servers n and up), so its
+// messages never meet theirs.
 void hybrid_round(Comm& comm, const ServerLayout& layout, std::size_t chunk, Tensor data,
                   ReduceOp op) {
   const int n = layout.workers();
@@ -137,10 +138,13 @@ void hybrid_round(Comm& comm, const ServerLayout& layout, std::size_t chunk, Ten
   std::vector<Request> pushes = worker.push(data);
   const Tensor own = data.slice(0, layout.colocated_keys(data.count));
   if (n > 1 && own.count > 0) {
-    SubComm ring(comm, GroupMembers::rule(n, 0, 1), /*tag_space=*/0);
+    constexpr Tag kRingReduceScatterTag = 0;
+    constexpr Tag kRingAllGatherTag = 1;
+    // The dedicated servers are n >= 2 and up.
+    static_assert(kRingAllGatherTag < push_tag(2), "the ring's tags below every server's");
     const std::size_t segment = chunk * dtype_size(data.dtype);
-    ring_reduce_scatter(ring, own, combining_op(op), segment, /*tag=*/0);
-    ring_all_gather(ring, own, segment, /*tag=*/1);
+    ring_reduce_scatter(comm, own, combining_op(op), segment, kRingReduceScatterTag, n);
+    ring_all_gather(comm, own, segment, kRingAllGatherTag, n);
   }
   worker.wait(pushes);
   worker.wait(pulls);
