@@ -115,6 +115,7 @@ class Fifo {
   bool empty() const { return !has_front_; }
   std::size_t size() const { return (has_front_ ? 1 : 0) + items_.size() - head_; }
   T& front() { return front_; }
+  const T* front_if_any() const { return has_front_ ? &front_ : nullptr; }
   void push_back(T item) {
     if (has_front_) {
       items_.push_back(std::move(item));
@@ -200,6 +201,11 @@ class Matcher {
     if (!r) add_arrival(peer, tag, std::move(a));
     return r;
   }
+
+  // The queue a receive was last posted to or taken from (KeepEmptyQueues
+  // only; else nullptr), whose front is the receive its endpoint waits for
+  // next in a ring: what a simulator asks the cache for ahead of time.
+  const Fifo<Receive>* last_receive_queue() const { return last_receives_.queue; }
 
   std::size_t receives() const { return count(receives_); }
   std::size_t arrivals() const { return count(arrivals_); }

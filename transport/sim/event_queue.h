@@ -58,6 +58,13 @@ class EventQueue {
 
   // Whether an event is pending at the time last popped.
   bool due_now() const { return head_ < buckets_[0].size(); }
+  // The event `ahead` places after the next one among those already due
+  // at the time last popped, or nullptr: where a caller looks ahead to
+  // prefetch what the coming events will touch.
+  const Event* due_ahead(std::size_t ahead) const {
+    const std::vector<Event>& now = buckets_[0];
+    return head_ + ahead < now.size() ? &now[head_ + ahead] : nullptr;
+  }
 
   // The earliest event, ties by seq; the queue must not be empty.
   Event pop() {

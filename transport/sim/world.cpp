@@ -201,6 +201,13 @@ struct SimWorld::Impl {
       runnable.push_back(rank);
     }
   }
+  // Asks the cache for what the events due a few places ahead will read:
+  // in a large world each rank's state, stack included, is out of cache
+  // by its next turn, and the events of one instant (every rank's, in a
+  // ring) say whose turn is coming. Each level needs the line the one
+  // before fetched: the message, then its rank's state and operation,
+  // then the rank's stack.
+  void prefetch_ahead() const;
   void post_send(const OpPtr& op);
   void post_recv(const OpPtr& op);
   void match(Message* m, OpPtr recv);
@@ -326,6 +333,55 @@ SimWorld::Impl::Impl(int n, Topology topo, bool phantom_payloads)
         }
       }),
       ranks(static_cast<std::size_t>(n)) {}
+
+void SimWorld::Impl::prefetch_ahead() const {
+  constexpr std::size_t kMessageAhead = 8;
+  constexpr std::size_t kRankAhead = 4;
+  constexpr std::size_t kQueueAhead = 2;
+  constexpr std::size_t kStackAhead = 1;
+  // The message an event is about (a finished flow's is the one leaving),
+  // and the rank it wakes: an arrival's receiver, a flow's sender.
+  const auto message_of = [this](const Event& e) -> const Message* {
+    if (e.kind == Event::arrival) return e.message;
+    if (e.kind == Event::flow_done && static_cast<std::size_t>(e.index) < message_of_flow.size()) {
+      return message_of_flow[static_cast<std::size_t>(e.index)];
+    }
+    return nullptr;
+  };
+  const auto rank_of = [](const Event& e, const Message& m) {
+    return static_cast<std::size_t>(e.kind == Event::arrival ? m.dst : m.src);
+  };
+  if (const Event* e = events.due_ahead(kMessageAhead)) {
+    if (const Message* m = message_of(*e)) __builtin_prefetch(m);
+  }
+  if (const Event* e = events.due_ahead(kRankAhead)) {
+    if (const Message* m = message_of(*e)) {
+      const std::size_t r = rank_of(*e, *m);
+      __builtin_prefetch(&ranks[r]);
+      __builtin_prefetch(comms[r].get());
+      if (r < fibers.size()) __builtin_prefetch(fibers[r].get());
+      // The operation it completes, which its rank then also destroys.
+      if (const SimOp* op = e->kind == Event::arrival ? m->recv.get() : m->send.get()) {
+        for (std::size_t line = 0; line < sizeof(SimOp) + 16; line += 64) {
+          __builtin_prefetch(reinterpret_cast<const char*>(op) + line);
+        }
+      }
+    }
+  }
+  // A woken receiver next waits for the oldest receive it posted after
+  // this one (a ring posts them steps ahead): its queue, then the receive.
+  if (const Event* e = events.due_ahead(kQueueAhead); e != nullptr && e->kind == Event::arrival) {
+    const auto r = static_cast<std::size_t>(e->message->dst);
+    if (const auto* queue = ranks[r].queues.last_receive_queue()) __builtin_prefetch(queue);
+  }
+  if (const Event* e = events.due_ahead(kStackAhead); e != nullptr && e->kind == Event::arrival) {
+    const auto r = static_cast<std::size_t>(e->message->dst);
+    if (r < fibers.size()) fibers[r]->prefetch_stack();
+    if (const auto* queue = ranks[r].queues.last_receive_queue()) {
+      if (const OpPtr* next = queue->front_if_any()) __builtin_prefetch(next->get());
+    }
+  }
+}
 
 void SimWorld::Impl::post_send(const OpPtr& op) {
   ++stats.messages;
@@ -602,6 +658,7 @@ void SimWorld::run(const std::function<void(Comm&)>& body) {
     }
     const Event e = w.events.pop();
     w.now = e.time;
+    w.prefetch_ahead();
     w.process(e);
   }
   w.fibers.clear();
