@@ -360,7 +360,9 @@ void SimWorld::Impl::prefetch_ahead() const {
       __builtin_prefetch(&ranks[r]);
       __builtin_prefetch(comms[r].get());
       if (r < fibers.size()) __builtin_prefetch(fibers[r].get());
-      // The operation it completes, which its rank then also destroys.
+      // The operation it completes, every line of it: the rank reads it
+      // when it wakes and then destroys it (the string of its error text
+      // sits on its last line).
       if (const SimOp* op = e->kind == Event::arrival ? m->recv.get() : m->send.get()) {
         for (std::size_t line = 0; line < sizeof(SimOp) + 16; line += 64) {
           __builtin_prefetch(reinterpret_cast<const char*>(op) + line);
