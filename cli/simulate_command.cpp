@@ -28,10 +28,11 @@ void print_header(std::ostream& out, const PlannedRun& run, int servers) {
   if (run.scheme.rfind("ps", 0) == 0) out << ", servers " << servers;
   out << "\n#" << std::setw(11) << "size" << std::setw(14) << "model" << std::setw(14)
       << "simulated" << std::setw(9) << "sim/mod" << std::setw(10) << "busbw" << std::setw(8)
-      << "util" << std::setw(11) << "wall" << "\n"
+      << "util" << std::setw(11) << "wall" << std::setw(13) << "messages" << std::setw(11)
+      << "peak-ops" << "\n"
       << "#" << std::setw(11) << "(B)" << std::setw(14) << "(ms)" << std::setw(14) << "(ms)"
       << std::setw(9) << "" << std::setw(10) << "(GB/s)" << std::setw(8) << "(%)"
-      << std::setw(11) << "(ms)" << "\n";
+      << std::setw(11) << "(ms)" << std::setw(13) << "" << std::setw(11) << "(open)" << "\n";
 }
 
 void print_line(std::ostream& out, const ResultRow& r, double wall_seconds) {
@@ -40,7 +41,9 @@ void print_line(std::ostream& out, const ResultRow& r, double wall_seconds) {
       << (r.model_time > 0 ? fmt("%.3f", r.time / r.model_time) : std::string("-"))
       << std::setw(10) << fmt("%.2f", r.busbw / 1e9) << std::setw(8)
       << (r.utilisation < 0 ? std::string("-") : fmt("%.1f", r.utilisation * 100))
-      << std::setw(11) << fmt("%.1f", wall_seconds * 1e3)
+      << std::setw(11) << fmt("%.1f", wall_seconds * 1e3) << std::setw(13)
+      << (r.engine ? std::to_string(r.engine->messages) : std::string("-")) << std::setw(11)
+      << (r.engine ? std::to_string(r.engine->peak_operations) : std::string("-"))
       << row_notes(r) << "\n";
   out.flush();
 }

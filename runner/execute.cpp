@@ -28,6 +28,7 @@ ResultRow result_row(const Scenario& sc, const PlannedRun& run, std::size_t coun
   row.checked = m.checked;
   row.source = m.simulated ? (m.subset > 0 ? "simulated-subset" : "simulated") : "measured";
   row.subset = m.subset;
+  row.engine = m.engine;
   row.model_time = scheme.predicted_time(sc.collective, row.bytes, topo);
   row.chose = scheme.chosen_for(row.bytes);
   row.sweep = run.sweep;

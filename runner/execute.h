@@ -3,11 +3,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/comm.h"
 #include "runner/plan.h"
+#include "transport/sim/stats.h"
 
 namespace gradex {
 
@@ -32,6 +34,7 @@ struct ResultRow {
   // ranks simulated, standing for all `endpoints` (runner/simulate.h).
   std::string source = "measured";
   int subset = 0;
+  std::optional<sim::SimStats> engine;  // simulated rows: the engine's counts
   std::string chose;                // auto: the scheme it ran at this size
   std::string sweep;                // the sweep point ("ps.servers=2"), if any
   // Link bytes sent by all endpoints / (summed egress capacity x time);

@@ -7,12 +7,14 @@
 
 #include <chrono>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/comm.h"
 #include "common/scheme.h"
 #include "transport/options.h"
+#include "transport/sim/stats.h"
 #include "transport/world.h"
 
 namespace gradex {
@@ -50,6 +52,8 @@ struct Measurement {
   // The endpoints the simulator ran when it ran a symmetric subset of them
   // (runner/simulate.h); 0: all of them.
   int subset = 0;
+  // What the simulation cost its engine (simulated measurements only).
+  std::optional<sim::SimStats> engine;
   // Link traffic of each endpoint in the last timed iteration.
   std::vector<Traffic> traffic;
 

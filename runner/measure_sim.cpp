@@ -21,6 +21,7 @@ Measurement measure_simulated(Scheme& scheme, const MeasureRequest& request,
   m.simulated = true;
   m.seconds = {r.seconds};
   m.traffic = r.traffic;
+  m.engine = r.stats;
   if (represents > 0) m.subset = topology.endpoints();
   return m;
 }

@@ -235,6 +235,12 @@ nlohmann::json results_json(const Scenario& s, const std::vector<ResultRow>& row
     row["wrong"] = r.checked ? nlohmann::json(r.wrong) : nlohmann::json();
     row["chose"] = r.chose.empty() ? nlohmann::json() : nlohmann::json(r.chose);
     row["sweep"] = r.sweep.empty() ? nlohmann::json() : nlohmann::json(r.sweep);
+    if (r.engine) {
+      row["engine"] = {{"events", r.engine->events},
+                       {"messages", r.engine->messages},
+                       {"context_switches", r.engine->context_switches},
+                       {"peak_operations", r.engine->peak_operations}};
+    }
     auto& per = row["traffic"] = nlohmann::json::array();
     for (const Traffic& t : r.traffic) {
       per.push_back({{"bytes_sent", t.bytes_sent},

@@ -112,6 +112,27 @@ TEST_F(Cli, ResultsHoldTheEffectiveScenarioAndTheirProvenance) {
   EXPECT_EQ(gradex("validate " + write("sim.json", sim.dump()).string()).code, 0);
 }
 
+// A simulated row says what it cost the event engine, in counts that are
+// the same on every machine: a 4-rank ring sends 2 x 3 messages per rank.
+// A measured row has no engine to report.
+TEST_F(Cli, SimulatedRowsReportTheEngineCounts) {
+  const fs::path out = dir_ / "engine";
+  const Outcome o = gradex("simulate -s ring -n 4 -b 4KiB --segment 1MiB -o " + out.string());
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("messages"), std::string::npos) << o.out;
+  const auto row = nlohmann::json::parse(slurp(out / "results.json"))["results"][0];
+  const auto& engine = row["engine"];
+  EXPECT_EQ(engine["messages"], 24) << row;
+  EXPECT_GE(engine["peak_operations"].get<int>(), 8) << row;
+  EXPECT_LE(engine["peak_operations"].get<int>(), 48) << row;
+  EXPECT_GE(engine["events"].get<int>(), 24) << row;
+  EXPECT_GT(engine["context_switches"].get<int>(), 0) << row;
+  const fs::path measured = dir_ / "measured";
+  ASSERT_EQ(gradex("run -s ring -n 2 -b 64 --iters 1 --warmup 0 -o " + measured.string()).code, 0);
+  const auto real = nlohmann::json::parse(slurp(measured / "results.json"))["results"][0];
+  EXPECT_FALSE(real.contains("engine")) << real;
+}
+
 // --node names a machine: its ranks per node and links reach the run,
 // which says which node it modelled.
 TEST_F(Cli, ANodePresetFromAFlagShapesTheRun) {

@@ -33,22 +33,13 @@
 
 #include "common/comm.h"
 #include "common/topology.h"
+#include "transport/sim/stats.h"
 #include "transport/world.h"
 
 namespace gradex::sim {
 
 // Each rank's fiber stack: the schemes' frames are shallow.
 inline constexpr std::size_t kFiberStackBytes = std::size_t{256} << 10;
-
-struct SimStats {
-  std::uint64_t events = 0;         // network and timer events processed
-  std::uint64_t messages = 0;       // sends posted
-  std::uint64_t context_switches = 0;
-  // The most operations (posted sends and receives) open at once: what a
-  // scheme holds live, which bounded posting keeps independent of the
-  // buffer's length.
-  std::uint64_t peak_operations = 0;
-};
 
 class SimWorld final : public World {
  public:
