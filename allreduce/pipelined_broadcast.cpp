@@ -5,16 +5,11 @@
 #include <deque>
 #include <map>
 
+#include "allreduce/request_window.h"
 #include "allreduce/segments.h"
 #include "common/cost_model.h"
 
 namespace gradex {
-
-namespace {
-// Receives posted, and sends left open, at most this many segments ahead:
-// a rank holds a bounded number of requests whatever the buffer's length.
-constexpr std::size_t kSegmentsAhead = 8;
-}  // namespace
 
 BroadcastLinks chain_links(int rank, int n, int root) {
   const int pos = (rank - root + n) % n;
@@ -32,7 +27,7 @@ void pipelined_broadcast(Comm& comm, Tensor data, const BroadcastLinks& links,
   if (data.count == 0) return;
   const Segmentation seg(data.count, segment_bytes, data.dtype);
   const bool has_parent = links.parent >= 0;
-  std::deque<Request> receives, sends;
+  std::deque<Request> receives;
   auto post = [&](std::size_t j) {
     const Tensor t = seg.of(data, j);
     receives.push_back(comm.irecv(links.parent, t.data, t.bytes(), tag));
@@ -40,7 +35,7 @@ void pipelined_broadcast(Comm& comm, Tensor data, const BroadcastLinks& links,
   if (has_parent) {
     for (std::size_t j = 0; j < std::min(seg.count, kSegmentsAhead); ++j) post(j);
   }
-  const std::size_t send_window = kSegmentsAhead * std::max<std::size_t>(1, links.children.size());
+  RequestWindow sends(kSegmentsAhead * std::max<std::size_t>(1, links.children.size()));
   for (std::size_t j = 0; j < seg.count; ++j) {
     if (has_parent) {
       comm.wait(receives.front());
@@ -48,15 +43,9 @@ void pipelined_broadcast(Comm& comm, Tensor data, const BroadcastLinks& links,
       if (j + kSegmentsAhead < seg.count) post(j + kSegmentsAhead);
     }
     const Tensor t = seg.of(data, j);
-    for (int child : links.children) {
-      while (sends.size() >= send_window) {
-        comm.wait(sends.front());
-        sends.pop_front();
-      }
-      sends.push_back(comm.isend(child, t.data, t.bytes(), tag));
-    }
+    for (int child : links.children) sends.push(comm, comm.isend(child, t.data, t.bytes(), tag));
   }
-  for (Request& r : sends) comm.wait(r);
+  sends.drain(comm);
 }
 
 Traffic pipelined_broadcast_traffic(const BroadcastLinks& links, std::size_t count, DType dtype,

@@ -1,9 +1,11 @@
 #include "allreduce/tree.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <vector>
 
+#include "allreduce/request_window.h"
 #include "allreduce/segments.h"
 #include "allreduce/tree_blocks.h"
 #include "common/cost_model.h"
@@ -87,16 +89,31 @@ TreeLinks double_tree(int n, int rank, int which) {
 //              it (wait), then child 1's (wait): never two receives into
 //              the same memory at once; then send it to the parent. The
 //              root then holds the full sum of every segment.
-//   broadcast: the root of tree t sends every segment of half t to its
-//              children at once; any other rank receives segment j of half
-//              t from its parent (all receives posted up front) and sends
-//              it on to its children.
+//   broadcast: the root of tree t sends segment j of half t to its
+//              children; any other rank receives it from its parent and
+//              sends it on to its children.
 //
-// Sends are not waited for until the memory is needed again, so a rank
-// moves on to the next segment while its parent takes this one: segments
-// pipeline up (and down) the tree. A rank starts broadcasting once its own
-// reduce phase is done; overlapping the two phases (as NCCL does) would
-// shorten the pipeline fill, not change the traffic.
+// A rank moves on to the next segment while its parent takes this one:
+// segments pipeline up (and down) the tree. A rank starts broadcasting
+// once its own reduce phase is done; overlapping the two phases (as NCCL
+// does) would shorten the pipeline fill, not change the traffic.
+//
+// Each stream of requests (a tree's sends up, its receives from the
+// parent, its sends down) keeps a bounded number of segments open, as
+// NCCL keeps 8 slots per connection: a rank holds a bounded number of
+// requests whatever the buffer's length. What a rank has without waiting
+// in tree t (a leaf's segments going up, the root's going down, every
+// receive from a parent) it posts a window ahead of segment j, before it
+// waits for anything at j in either tree, and keeps open up to a window
+// behind j: in a double tree most ranks are a leaf in one tree and forward
+// in the other, and its waits in one tree must not hold the other back
+// (two ranks each waiting for the other's tree would take turns, segment
+// by segment). It waits for a peer in the other tree only when that peer
+// is a whole window behind.
+//
+// No wait closes a cycle: at (segment j, tree t) a rank waits only for
+// its children's segment j of tree t, for its parent's, or for a request
+// at least a window older, which its peer takes at an earlier (j, t).
 void TreeScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
   GRADEX_ENFORCE_EQ(comm.size(), workers(), "tree runs on the workers only");
   const int n = comm.size();
@@ -107,84 +124,85 @@ void TreeScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
   const TreeLinks tree[2] = {double_tree(n, r, 0), double_tree(n, r, 1)};
   const Tensor half[2] = {data.slice(halves.offset(0), halves.size(0)),
                           data.slice(halves.offset(1), halves.size(1))};
-
-  // up[2j + t]: segment j of half t on its way to the parent.
-  std::vector<Request> up(2 * seg.count);
-  // A leaf of tree t has nothing to wait for: all its segments go up at
-  // once, so its sends never queue behind its waits in the other tree.
-  bool leaf[2];
+  bool leaf[2], root[2];
   for (int t = 0; t < 2; ++t) {
     leaf[t] = tree[t].child_count() == 0;
-    if (!leaf[t] || tree[t].parent < 0) continue;
-    for (std::size_t j = 0; j < seg.count; ++j) {
-      const Tensor s = seg.of(half[t], j);
-      if (s.count) up[2 * j + t] = comm.isend(tree[t].parent, s.data, s.bytes(), kUpTag[t]);
-    }
+    root[t] = tree[t].parent < 0;
   }
+  // Twice a chain's window: the two trees meet at every rank. With 8, a
+  // 33-rank tree whose link latency is twice a segment's transfer took 20%
+  // longer than with every segment posted (tests/sim_model_test.cpp,
+  // PipelinedTreeAtAnyWorldSize); with 16 it takes the same at every size
+  // that test and the engine's records try.
+  const std::size_t window = 2 * kSegmentsAhead;
+  // Calls each(segment) on tree t's non-empty segments from `next` up to
+  // j + window - 1, moving `next` past them.
+  const auto lead = [&](std::size_t& next, std::size_t j, int t, auto each) {
+    for (; next < seg.count && next < j + window; ++next) {
+      const Tensor s = seg.of(half[t], next);
+      if (s.count) each(s);
+    }
+  };
+
+  RequestWindow up[2] = {RequestWindow(leaf[0] ? 2 * window : window),
+                         RequestWindow(leaf[1] ? 2 * window : window)};
+  std::size_t next_up[2] = {0, 0};
+  const auto send_up = [&](int t, const Tensor& s) {
+    up[t].push(comm, comm.isend(tree[t].parent, s.data, s.bytes(), kUpTag[t]));
+  };
   for (std::size_t j = 0; j < seg.count; ++j) {
     for (int t = 0; t < 2; ++t) {
+      if (leaf[t] && !root[t]) lead(next_up[t], j, t, [&](const Tensor& s) { send_up(t, s); });
+    }
+    for (int t = 0; t < 2; ++t) {
       const Tensor s = seg.of(half[t], j);
-      if (s.count == 0 || leaf[t]) continue;  // half 1 may have one segment fewer
+      if (leaf[t] || s.count == 0) continue;  // half 1 may have one segment fewer
       for (int child : tree[t].children) {
         if (child < 0) continue;
         Request rq = comm.irecv_reduce(child, s, combine, kUpTag[t]);
         comm.wait(rq);
       }
-      if (tree[t].parent >= 0) {
-        up[2 * j + t] = comm.isend(tree[t].parent, s.data, s.bytes(), kUpTag[t]);
-      }
+      if (!root[t]) send_up(t, s);
     }
   }
-
   // Our partial sums must have been taken before the full sums land in the
   // same memory. The parent takes every one of them in its reduce loop,
   // before it starts to broadcast, so waiting for all of them here costs
   // nothing.
-  comm.wait_all(up);
-  std::vector<Request> down;
-  down.reserve(4 * seg.count);
-  // The root of a tree holds the full sum of its whole half: it sends every
-  // segment at once, so its sends never wait behind its receives in the
-  // other tree (with n = 2 each rank is the root of one tree and a child in
-  // the other, and sending segment by segment would make the two roots
-  // take turns instead of sending both ways at once).
+  for (RequestWindow& w : up) w.drain(comm);
+
+  // A forwarding rank waits for segment j's receive at j; a leaf only
+  // keeps its window of them posted.
+  const auto behind = [&](int t) -> std::size_t { return leaf[t] || root[t] ? 2 : 1; };
+  RequestWindow from_parent[2] = {RequestWindow(behind(0) * window), RequestWindow(behind(1) * window)};
+  RequestWindow down[2] = {RequestWindow(2 * behind(0) * window), RequestWindow(2 * behind(1) * window)};
+  std::size_t next_in[2] = {0, 0}, next_down[2] = {0, 0};
+  const auto send_down = [&](int t, const Tensor& s) {
+    for (int child : tree[t].children) {
+      if (child >= 0) down[t].push(comm, comm.isend(child, s.data, s.bytes(), kDownTag[t]));
+    }
+  };
+  for (std::size_t j = 0; j < seg.count; ++j) {
+    for (int t = 0; t < 2; ++t) {
+      if (root[t]) {
+        lead(next_down[t], j, t, [&](const Tensor& s) { send_down(t, s); });
+      } else {
+        lead(next_in[t], j, t, [&](const Tensor& s) {
+          from_parent[t].push(comm, comm.irecv(tree[t].parent, s.data, s.bytes(), kDownTag[t]));
+        });
+      }
+    }
+    for (int t = 0; t < 2; ++t) {
+      const Tensor s = seg.of(half[t], j);
+      if (root[t] || leaf[t] || s.count == 0) continue;
+      from_parent[t].wait_oldest(comm);
+      send_down(t, s);
+    }
+  }
   for (int t = 0; t < 2; ++t) {
-    if (tree[t].parent >= 0) continue;
-    for (std::size_t j = 0; j < seg.count; ++j) {
-      const Tensor s = seg.of(half[t], j);
-      if (s.count == 0) continue;
-      for (int child : tree[t].children) {
-        if (child >= 0) down.push_back(comm.isend(child, s.data, s.bytes(), kDownTag[t]));
-      }
-    }
+    from_parent[t].drain(comm);
+    down[t].drain(comm);
   }
-  // Every other rank posts all its receives up front, so that a segment
-  // lands in place however early it comes, and forwards segment j of each
-  // tree as soon as it has it.
-  std::vector<Request> from_parent(2 * seg.count);
-  for (std::size_t j = 0; j < seg.count; ++j) {
-    for (int t = 0; t < 2; ++t) {
-      const Tensor s = seg.of(half[t], j);
-      if (s.count == 0 || tree[t].parent < 0) continue;
-      from_parent[2 * j + t] = comm.irecv(tree[t].parent, s.data, s.bytes(), kDownTag[t]);
-    }
-  }
-  // Only segments that go on to children are waited for in order; a leaf's
-  // are collected at the end. In a double tree of even n each rank forwards
-  // in one tree at most, so its forwarding never waits on the other tree
-  // (two ranks each waiting for the other's tree would take turns again).
-  for (std::size_t j = 0; j < seg.count; ++j) {
-    for (int t = 0; t < 2; ++t) {
-      const Tensor s = seg.of(half[t], j);
-      if (s.count == 0 || tree[t].parent < 0 || leaf[t]) continue;
-      comm.wait(from_parent[2 * j + t]);
-      for (int child : tree[t].children) {
-        if (child >= 0) down.push_back(comm.isend(child, s.data, s.bytes(), kDownTag[t]));
-      }
-    }
-  }
-  comm.wait_all(from_parent);
-  comm.wait_all(down);
   finish_reduce(data, op, n);
 }
 

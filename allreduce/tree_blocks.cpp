@@ -5,6 +5,7 @@
 #include <map>
 #include <vector>
 
+#include "allreduce/request_window.h"
 #include "allreduce/segments.h"
 #include "allreduce/tree.h"
 #include "common/cost_model.h"
@@ -212,7 +213,7 @@ Step step_of(Collective c, int n, int t, int r, int owner, Role role, int level)
 // landed: never two reductions into one place at once.
 class TreeBlocks {
  public:
-  static constexpr std::size_t kUnitsAhead = 8;
+  static constexpr std::size_t kUnitsAhead = kSegmentsAhead;
 
   TreeBlocks(Comm& comm, Collective c, Tensor data, ReduceOp op, std::size_t segment_bytes)
       : comm_(comm), c_(c), op_(op), n_(comm.size()), r_(comm.rank()),

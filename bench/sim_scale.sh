@@ -6,7 +6,10 @@
 # on the machine; wall time does (say how loaded it was beside the table).
 #
 # Writes OUT/scale.csv: scheme, ranks, simulated_ranks, wall_s, peak_rss_mib,
-# rss_per_rank_kib (per simulated rank), simulated_ms.
+# rss_per_rank_kib (per simulated rank), simulated_ms, and the engine's
+# counts from results.json: messages (sends posted) and peak_operations
+# (the most sends and receives open at once, world-wide), the same on every
+# machine.
 #
 # Usage: bash bench/sim_scale.sh [BUILD_FOLDER] [OUT_FOLDER]
 #   defaults: build/default results/sim_scale
@@ -34,14 +37,14 @@ gradex="$build/gradex"
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 
-echo "scheme,ranks,simulated_ranks,wall_s,peak_rss_mib,rss_per_rank_kib,simulated_ms" > "$scratch/scale.csv"
+echo "scheme,ranks,simulated_ranks,wall_s,peak_rss_mib,rss_per_rank_kib,simulated_ms,messages,peak_operations" > "$scratch/scale.csv"
 for run in $runs; do
   IFS=: read -r scheme ranks subset <<< "$run"
   subset_flag=()
-  simulated="$ranks"
+  simulated_ranks="$ranks"
   if [ -n "$subset" ]; then
     subset_flag=(--symmetric-subset "$subset")
-    simulated="$subset"
+    simulated_ranks="$subset"
   fi
   servers=()
   case "$scheme" in ps*) servers=(--servers 1) ;; esac
@@ -49,10 +52,10 @@ for run in $runs; do
     "$gradex" simulate -s "$scheme" -n "$ranks" -b 1G --link ib_hdr_200g --segment 1MiB \
     "${servers[@]}" "${subset_flag[@]}" --iters 1 --warmup 0 -q -o "$scratch/run" > /dev/null
   read -r wall rss_kib < "$scratch/time"
-  simulated_ms="$(/usr/bin/python3 -c 'import csv, sys
-row = next(csv.DictReader(open(sys.argv[1])))
-print("%.3f" % (float(row["time_s"]) * 1e3))' "$scratch/run/results.csv")"
-  echo "$scheme,$ranks,$simulated,$wall,$((rss_kib / 1024)),$((rss_kib / simulated)),$simulated_ms" |
+  simulated="$(/usr/bin/python3 -c 'import json, sys
+row = json.load(open(sys.argv[1]))["results"][0]
+print("%.3f,%d,%d" % (row["time_s"] * 1e3, row["engine"]["messages"], row["engine"]["peak_operations"]))' "$scratch/run/results.json")"
+  echo "$scheme,$ranks,$simulated_ranks,$wall,$((rss_kib / 1024)),$((rss_kib / simulated_ranks)),$simulated" |
     tee -a "$scratch/scale.csv"
 done
 mkdir -p "$out"

@@ -359,6 +359,29 @@ TEST(SimScale, PipelinedPsHoldsAsManyRequestsForAnyNumberOfChunks) {
   EXPECT_EQ(many, few);
 }
 
+// The double tree keeps a window of segments open per stream
+// (allreduce/tree.cpp): what it holds open does not grow with the number
+// of segments (within a few operations: when a window's oldest completes
+// depends on timing), and a longer buffer takes proportionally longer.
+// Posted all at once, 1,024 segments per half would hold thousands open.
+TEST(SimScale, TreeHoldsAsManyRequestsForAnyNumberOfSegments) {
+  SchemeOptions o;
+  o.workers = 8;
+  o.segment_bytes = 1024;
+  auto tree = make_scheme("tree", o);
+  const auto run = [&](std::size_t segments_per_half) {
+    SimRequest req;
+    req.count = 2 * segments_per_half * 256;  // f32: 1 KiB segments
+    req.topology = flat(8, 10 * kGB, 1e-6);
+    return simulate_allreduce(*tree, req);
+  };
+  const SimResult few = run(64);
+  const SimResult many = run(1024);
+  EXPECT_GT(few.stats.peak_operations, 8u);
+  EXPECT_LE(many.stats.peak_operations, few.stats.peak_operations + few.stats.peak_operations / 16);
+  EXPECT_GT(many.seconds, 10 * few.seconds);
+}
+
 // ---- symmetric subsets -------------------------------------------------------
 
 // Each row of `scenario` simulated on every rank, and the same rows with
