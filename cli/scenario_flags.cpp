@@ -197,10 +197,14 @@ RunPlan plan_with_overrides(const ScenarioFlags& flags, Scenario s) {
   if (!flags.transport.empty()) {
     s.transport = flags.transport;
     source["transport"] = flags.transport;
-    // A real run's wall-clock settings mean nothing to the simulator.
+    // A real run's wall-clock settings and iteration counts mean nothing
+    // to the simulator (counts a flag gave are checked instead).
     if (s.transport == "sim") {
       source.erase("timeout_ms");
       source.erase("spin_us");
+      check_simulated_iterations(s, flags.fields.iters >= 0, flags.fields.warmup >= 0);
+      if (flags.fields.iters < 0) source.erase("iters");
+      if (flags.fields.warmup < 0) source.erase("warmup_iters");
     }
     if (!s.device_given) s.device = default_device(s.transport);
   }
@@ -222,6 +226,7 @@ RunPlan plan_with_overrides(const ScenarioFlags& flags, Scenario s) {
   }
   if (flags.servers > 0) {
     s.ps_servers = flags.servers;
+    s.ps_servers_given = true;
     source["ps"]["servers"] = flags.servers;
   }
   if (!flags.output.empty()) {

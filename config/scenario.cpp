@@ -191,6 +191,15 @@ std::string default_device(const std::string& transport) {
   return transport == kGpuTransport ? "cuda" : "cpu";
 }
 
+void check_simulated_iterations(const Scenario& s, bool iters_given, bool warmup_given) {
+  const std::string why = "the simulator runs each size once (it is deterministic: every "
+                          "iteration would take the same virtual time)";
+  if (iters_given && s.iters != 1) throw ConfigError("/iters", "does not apply: " + why + "; give 1 or remove it");
+  if (warmup_given && s.warmup_iters != 0) {
+    throw ConfigError("/warmup_iters", "does not apply: " + why + "; give 0 or remove it");
+  }
+}
+
 Scenario parse_scenario(const nlohmann::json& document) {
   Scenario s;
   s.source = document;
@@ -260,6 +269,7 @@ Scenario parse_scenario(const nlohmann::json& document) {
     }
     s.warmup_iters = static_cast<int>(root.integer("warmup_iters", 2, 0, 1'000'000));
     s.iters = static_cast<int>(root.integer("iters", 5, 1, 1'000'000));
+    if (s.transport == "sim") check_simulated_iterations(s, root.has("iters"), root.has("warmup_iters"));
   }
   s.straggler_ms = root.number("straggler_ms", 0, 0, kMaxTimeoutMs);
   s.symmetric_subset = static_cast<int>(root.integer("symmetric_subset", 0, 2, kMaxSimulatedRanks));
@@ -299,6 +309,7 @@ Scenario parse_scenario(const nlohmann::json& document) {
   // 0 dedicated servers is ps_hybrid's all-reduce limit; the other PS
   // schemes refuse it when planned.
   s.ps_servers = static_cast<int>(ps.integer("servers", 1, 0, kMaxRealRanks));
+  s.ps_servers_given = ps.has("servers");
   ps.reject_unknown();
 
   JsonReader tuned = root.object("auto");

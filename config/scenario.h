@@ -80,6 +80,7 @@ struct Scenario {
   // extra ones of ps_hybrid, those spread over the workers for ps_colocated
   // (each PS scheme's name fixes where its servers run).
   int ps_servers = 1;
+  bool ps_servers_given = false;  // ps.servers (or --servers) was written
   // The last worker starts every timed iteration (every training step)
   // this many milliseconds late: a straggler, on its rank's clock.
   double straggler_ms = 0;
@@ -105,6 +106,12 @@ struct Scenario {
 // Where a scenario's buffers live when it does not say: on the GPUs for
 // the nccl transport, else in host memory.
 std::string default_device(const std::string& transport);
+
+// The simulator runs each size once: it is deterministic, so every
+// iteration would take the same virtual time. An "iters" other than 1 or a
+// "warmup_iters" other than 0 does not apply to it: ConfigError naming the
+// field, when given.
+void check_simulated_iterations(const Scenario& s, bool iters_given, bool warmup_given);
 
 // Throws ConfigError naming the JSON pointer of the first bad value.
 Scenario parse_scenario(const nlohmann::json& document);

@@ -265,6 +265,16 @@ RunPlan plan_runs(Scenario scenario) {
                       "applies to in_network_hierarchical, and to in_network on one node "
                       "without network.switch: this scenario runs neither");
   }
+  if (scenario.ps_servers_given &&
+      std::none_of(plan.runs.begin(), plan.runs.end(),
+                   [](const PlannedRun& r) { return find_scheme(r.scheme).reads_ps_servers; })) {
+    std::string readers;
+    for (const SchemeEntry& e : scheme_registry()) {
+      if (e.reads_ps_servers) readers += (readers.empty() ? "" : ", ") + e.name;
+    }
+    throw ConfigError("/ps/servers", "applies to the schemes whose servers it counts (" + readers +
+                                         "), which this scenario does not run");
+  }
   if (plan.runs.empty() && !scenario.workers.empty()) {
     throw ConfigError("/collective", "no scheme here provides \"" +
                                          std::string(collective_name(scenario.collective)) + "\"");

@@ -49,25 +49,29 @@ std::vector<SchemeEntry> build_registry() {
                        return make_scheme(name, inner);
                      });
                }});
-  r.push_back({"ps", "parameter server on dedicated endpoints: shards pushed, summed, pulled",
-               [](SchemeOptions o) {
+  r.push_back({.name = "ps",
+               .summary = "parameter server on dedicated endpoints: shards pushed, summed, pulled",
+               .make = [](SchemeOptions o) {
                  o.placement = ServerPlacement::dedicated;
                  return std::make_unique<ParameterServerScheme>(o);
-               }});
-  r.push_back({"ps_pipelined",
-               "parameter server on dedicated endpoints, shards in chunks: each chunk's sum "
+               },
+               .reads_ps_servers = true});
+  r.push_back({.name = "ps_pipelined",
+               .summary = "parameter server on dedicated endpoints, shards in chunks: each chunk's sum "
                "returns while the next is pushed",
-               [](SchemeOptions o) {
+               .make = [](SchemeOptions o) {
                  o.placement = ServerPlacement::dedicated;
                  return std::make_unique<ParameterServerScheme>(o, /*pipelined=*/true);
-               }});
-  r.push_back({"ps_hybrid",
-               "BytePS placement: a server on every worker plus ps.servers dedicated ones, keys "
+               },
+               .reads_ps_servers = true});
+  r.push_back({.name = "ps_hybrid",
+               .summary = "BytePS placement: a server on every worker plus ps.servers dedicated ones, keys "
                "split at the proven optimum, pipelined",
-               [](SchemeOptions o) {
+               .make = [](SchemeOptions o) {
                  o.placement = ServerPlacement::hybrid;
                  return std::make_unique<ParameterServerScheme>(o, /*pipelined=*/true);
-               }});
+               },
+               .reads_ps_servers = true});
   r.push_back({"in_network",
                "in-network reduction (NVLS in an NVSwitch, SHARP in an InfiniBand switch): each "
                "rank sends its buffer once to a switch that sums it and sends the sum back",
@@ -82,21 +86,24 @@ std::vector<SchemeEntry> build_registry() {
                "nodes): a node's switch sums its GPUs, a switch between the nodes sums each "
                "GPU's share of that across them, and the node's switch spreads the result",
                [](SchemeOptions o) { return std::make_unique<InNetworkHierarchicalScheme>(o); }});
-  r.push_back({"ps_colocated", "parameter server with its servers spread over the workers",
-               [](SchemeOptions o) {
+  r.push_back({.name = "ps_colocated",
+               .summary = "parameter server with its servers spread over the workers",
+               .make = [](SchemeOptions o) {
                  o.placement = ServerPlacement::colocated;
                  return std::make_unique<ParameterServerScheme>(o);
-               }});
+               },
+               .reads_ps_servers = true});
   r.push_back({"dp_master", "DataParallel's master GPU: one server co-located on worker 0",
                [](SchemeOptions o) {
                  o.servers = 1;
                  o.placement = ServerPlacement::colocated;
                  return std::make_unique<ParameterServerScheme>(o);
                }});
-  r.push_back({"auto",
-               "per size, the fastest of the schemes that run on the workers alone: the cost "
+  r.push_back({.name = "auto",
+               .summary = "per size, the fastest of the schemes that run on the workers alone: the cost "
                "model's pick on a modelled network, else each measured once per size",
-               [](const SchemeOptions& o) { return std::make_unique<AutoScheme>(o); }});
+               .make = [](const SchemeOptions& o) { return std::make_unique<AutoScheme>(o); },
+               .reads_ps_servers = true});
   for (BaselineScheme& b : mpi_baselines()) {
     r.push_back({std::move(b.name), std::move(b.summary), std::move(b.make), /*baseline=*/true,
                  &mpi_job_active, "",

@@ -31,6 +31,8 @@ struct SchemeEntry {
   std::string needs_transport = {};
   // Why enabled() is false, for `gradex list`.
   std::function<std::string()> why_unavailable = nullptr;
+  // Whether ps.servers (--servers) sets how many servers it runs.
+  bool reads_ps_servers = false;
 };
 
 const std::vector<SchemeEntry>& scheme_registry();

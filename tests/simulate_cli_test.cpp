@@ -186,6 +186,47 @@ TEST(SimulateCommand, SwitchesThatSumAreFlags) {
   fs::remove_all(dir);
 }
 
+// Fields that do not apply are refused by the flag or the field that gave
+// them: iteration counts on the simulator (it runs each size once), and
+// servers where no scheme counts them. A real run's own counts are
+// dropped when simulate moves it onto the simulator.
+TEST(SimulateCommand, FieldsThatDoNotApplyAreRefused) {
+  const fs::path dir = fresh_dir("gradex_apply_");
+  auto [code, out] = simulate(dir, "-n 4 -s ring -b 1KiB --iters 5 --no-output");
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("--iters: does not apply: the simulator runs each size once"), std::string::npos) << out;
+  std::tie(code, out) = simulate(dir, "-n 4 -s ring -b 1KiB --warmup 2 --no-output");
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("--warmup: does not apply"), std::string::npos) << out;
+  std::tie(code, out) = simulate(dir, "-n 4 -s ring -b 1KiB --iters 1 --warmup 0 --no-output");
+  EXPECT_EQ(code, 0) << out;
+  std::tie(code, out) = simulate(dir, "-n 4 -s ring,tree -b 1KiB --servers 2 --no-output");
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("--servers: applies to the schemes whose servers it counts (ps, ps_pipelined"),
+            std::string::npos) << out;
+  std::tie(code, out) = simulate(dir, "-n 4 -s ring,ps_colocated -b 1KiB --servers 2 --no-output");
+  EXPECT_EQ(code, 0) << out;
+  // In a file: the simulator's own scenario refuses them by their field.
+  std::ofstream(dir / "sim.json") << R"({"name": "s", "transport": "sim", "sizes": [64],
+      "workers": [2], "schemes": ["ring"], "iters": 3})";
+  std::ofstream(dir / "real.json") << R"({"name": "r", "transport": "tcp", "sizes": [64],
+      "workers": [2], "schemes": ["ring"], "iters": 3, "warmup_iters": 4})";
+  std::ofstream(dir / "servers.json") << R"({"name": "v", "transport": "sim", "sizes": [64],
+      "workers": [2], "schemes": ["tree"], "ps": {"servers": 1}})";
+  std::tie(code, out) = simulate(dir, (dir / "sim.json").string() + " --no-output");
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("sim.json#/iters: does not apply"), std::string::npos) << out;
+  std::tie(code, out) = simulate(dir, (dir / "servers.json").string() + " --no-output");
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("servers.json#/ps/servers: applies to"), std::string::npos) << out;
+  std::tie(code, out) = simulate(dir, (dir / "real.json").string() + " -q -o " + (dir / "out").string());
+  EXPECT_EQ(code, 0) << out;
+  const std::string embedded = slurp(dir / "out" / "results.json");
+  EXPECT_EQ(embedded.find("\"iters\""), std::string::npos) << embedded;
+  EXPECT_EQ(embedded.find("\"warmup_iters\""), std::string::npos) << embedded;
+  fs::remove_all(dir);
+}
+
 TEST(SimulateCommand, BadServersFlagIsBadInput) {
   const std::string cmd = std::string(GRADEX_BINARY) + " simulate " + GRADEX_SOURCE_DIR +
                           "/scenarios/quickstart.json --servers 0 > /dev/null 2>&1";
