@@ -1,6 +1,7 @@
 #include "transport/sim/world.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -80,6 +81,29 @@ struct RankState {
   // table of every connection costs a miss per message in a large world.
   int last_line_to = -1;
   Line* last_line = nullptr;
+  // Its sends that completed and that it has not waited for yet, oldest
+  // first: a rank that keeps a window of sends open waits for the oldest
+  // before it posts the next, steps after it completed, and by then every
+  // other rank's turn has pushed its lines out of the caches. The scheduler
+  // prefetches the oldest before the rank's turn. A few are kept (the
+  // oldest drop out past that; a send never waited for only ends a
+  // prefetch's use).
+  std::array<const SimOp*, 4> done_sends{};
+  std::uint8_t done_first = 0;
+  std::uint8_t done_count = 0;
+  void send_done(const SimOp* op) {
+    if (done_count == done_sends.size()) {
+      done_first = static_cast<std::uint8_t>((done_first + 1) % done_sends.size());
+      --done_count;
+    }
+    done_sends[(done_first + done_count++) % done_sends.size()] = op;
+  }
+  const SimOp* oldest_done_send() const { return done_count ? done_sends[done_first] : nullptr; }
+  void waited(const SimOp* op) {
+    if (done_count == 0 || done_sends[done_first] != op) return;
+    done_first = static_cast<std::uint8_t>((done_first + 1) % done_sends.size());
+    --done_count;
+  }
   // Receives posted by this rank, and messages addressed to it that no
   // receive took yet. A rank talks to a few peers on a few tags again and
   // again, so emptied queues are kept for the next message.
@@ -190,6 +214,16 @@ struct SimWorld::Impl {
     op.finish();
     wake(op.owner);
   }
+  void complete_send(SimOp& send) {
+    complete(send);
+    ranks[static_cast<std::size_t>(send.owner)].send_done(&send);
+  }
+  // Prefetches every line of `op` and its shared count: a rank reads it
+  // when it waits and destroys it after.
+  static void prefetch_op(const SimOp* op) {
+    const char* first = reinterpret_cast<const char*>(op) - 16;  // the count before it
+    for (std::size_t line = 0; line < sizeof(SimOp) + 16; line += 64) __builtin_prefetch(first + line);
+  }
   void complete(SimOp& op, std::string error) {
     op.finish(std::move(error));
     wake(op.owner);
@@ -289,6 +323,7 @@ class SimComm final : public Comm {
   void wait_state(RequestState& state) override {
     auto& op = static_cast<SimOp&>(state);
     while (!op.finished()) world_.block(rank_, op);
+    world_.ranks[static_cast<std::size_t>(rank_)].waited(&op);
     if (!op.error.empty()) throw InvariantError(op.error);
   }
   std::size_t wait_any_state(std::span<RequestState* const> states) override {
@@ -296,7 +331,10 @@ class SimComm final : public Comm {
     // so block until one of these has.
     while (true) {
       for (std::size_t i = 0; i < states.size(); ++i) {
-        if (static_cast<SimOp*>(states[i])->finished()) return i;
+        if (static_cast<SimOp*>(states[i])->finished()) {
+          world_.ranks[static_cast<std::size_t>(rank_)].waited(static_cast<SimOp*>(states[i]));
+          return i;
+        }
       }
       world_.block(rank_, *static_cast<SimOp*>(states[0]), states);
     }
@@ -364,9 +402,7 @@ void SimWorld::Impl::prefetch_ahead() const {
       // when it wakes and then destroys it (the string of its error text
       // sits on its last line).
       if (const SimOp* op = e->kind == Event::arrival ? m->recv.get() : m->send.get()) {
-        for (std::size_t line = 0; line < sizeof(SimOp) + 16; line += 64) {
-          __builtin_prefetch(reinterpret_cast<const char*>(op) + line);
-        }
+        prefetch_op(op);
       }
     }
   }
@@ -379,6 +415,7 @@ void SimWorld::Impl::prefetch_ahead() const {
   if (const Event* e = events.due_ahead(kStackAhead); e != nullptr && e->kind == Event::arrival) {
     const auto r = static_cast<std::size_t>(e->message->dst);
     if (r < fibers.size()) fibers[r]->prefetch_stack();
+    if (const SimOp* send = ranks[r].oldest_done_send()) prefetch_op(send);
     if (const auto* queue = ranks[r].queues.last_receive_queue()) {
       if (const OpPtr* next = queue->front_if_any()) __builtin_prefetch(next->get());
     }
@@ -445,7 +482,7 @@ void SimWorld::Impl::match(Message* m, OpPtr recv) {
   m->recv = std::move(recv);
   m->matched = true;
   if (m->left) {
-    complete(send);
+    complete_send(send);
     m->send = nullptr;
   }
   if (m->arrived) {
@@ -472,7 +509,7 @@ void SimWorld::Impl::on_left(Message* m) {
   m->next_in_line = nullptr;
   m->left = true;
   if (m->matched && m->send != nullptr) {
-    complete(*m->send);
+    complete_send(*m->send);
     m->send = nullptr;
   }
   Event e;
