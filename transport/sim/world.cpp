@@ -99,10 +99,19 @@ struct RankState {
     done_sends[(done_first + done_count++) % done_sends.size()] = op;
   }
   const SimOp* oldest_done_send() const { return done_count ? done_sends[done_first] : nullptr; }
+  // `op` was waited for: out of the list, wherever it is (a PS worker
+  // waits for its pushes at the end of a round, a ring for its sends as
+  // they go).
   void waited(const SimOp* op) {
-    if (done_count == 0 || done_sends[done_first] != op) return;
-    done_first = static_cast<std::uint8_t>((done_first + 1) % done_sends.size());
-    --done_count;
+    const std::size_t n = done_sends.size();
+    for (std::size_t i = 0; i < done_count; ++i) {
+      if (done_sends[(done_first + i) % n] != op) continue;
+      for (std::size_t j = i; j + 1 < done_count; ++j) {
+        done_sends[(done_first + j) % n] = done_sends[(done_first + j + 1) % n];
+      }
+      --done_count;
+      return;
+    }
   }
   // Receives posted by this rank, and messages addressed to it that no
   // receive took yet. A rank talks to a few peers on a few tags again and
