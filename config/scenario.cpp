@@ -275,6 +275,7 @@ Scenario parse_scenario(const nlohmann::json& document) {
   s.symmetric_subset = static_cast<int>(root.integer("symmetric_subset", 0, 2, kMaxSimulatedRanks));
   if (s.training) s.training->straggler_ms = s.straggler_ms;
   if (const auto* seg = root.find("segment_bytes")) {
+    s.segment_given = true;
     s.segment_bytes = read_size(*seg, "/segment_bytes");
     if (s.segment_bytes == 0) throw ConfigError("/segment_bytes", "must be at least 1 byte");
   }

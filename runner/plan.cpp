@@ -275,6 +275,14 @@ RunPlan plan_runs(Scenario scenario) {
     throw ConfigError("/ps/servers", "applies to the schemes whose servers it counts (" + readers +
                                          "), which this scenario does not run");
   }
+  // auto runs its candidates at the scenario's segment size too.
+  if (scenario.segment_given &&
+      std::none_of(plan.runs.begin(), plan.runs.end(), [](const PlannedRun& r) {
+        return r.instance->segmented() || r.scheme == "auto";
+      })) {
+    throw ConfigError("/segment_bytes", "applies to schemes that pipeline in segments, and none "
+                                        "of this scenario's does");
+  }
   if (plan.runs.empty() && !scenario.workers.empty()) {
     throw ConfigError("/collective", "no scheme here provides \"" +
                                          std::string(collective_name(scenario.collective)) + "\"");

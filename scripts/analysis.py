@@ -42,8 +42,13 @@ class Analysis:
         """Simulates; returns {(scheme, workers): row} with floats."""
         scenario = {"name": name, "workers": workers, "ranks_per_node": per_node,
                     "transport": "sim", "schemes": schemes, "sizes": [size], "dtype": dtype,
-                    "segment_bytes": segment, "ps": {"servers": servers},
                     "hierarchical": {"inter": inter}, "network": network}
+        # gradex refuses a field no scheme of the run reads: the plain PS
+        # does not pipeline in segments, and only the PS schemes count servers.
+        if any(name != "ps" for name in schemes):
+            scenario["segment_bytes"] = segment
+        if any(name.startswith("ps") for name in schemes):
+            scenario["ps"] = {"servers": servers}
         rows = run_gradex(self.binary, "simulate", scenario, self.out / "runs" / name)
         return {(r["scheme"], int(r["workers"])): r for r in rows}
 

@@ -187,8 +187,9 @@ TEST(SimulateCommand, SwitchesThatSumAreFlags) {
 }
 
 // Fields that do not apply are refused by the flag or the field that gave
-// them: iteration counts on the simulator (it runs each size once), and
-// servers where no scheme counts them. A real run's own counts are
+// them: iteration counts on the simulator (it runs each size once),
+// servers where no scheme counts them, a segment size where no scheme
+// pipelines. A real run's own counts are
 // dropped when simulate moves it onto the simulator.
 TEST(SimulateCommand, FieldsThatDoNotApplyAreRefused) {
   const fs::path dir = fresh_dir("gradex_apply_");
@@ -206,6 +207,14 @@ TEST(SimulateCommand, FieldsThatDoNotApplyAreRefused) {
             std::string::npos) << out;
   std::tie(code, out) = simulate(dir, "-n 4 -s ring,ps_colocated -b 1KiB --servers 2 --no-output");
   EXPECT_EQ(code, 0) << out;
+  // A segment size where nothing pipelines in segments; auto's candidates do.
+  std::tie(code, out) = simulate(dir, "-n 4 -s ps,halving_doubling -b 1KiB --segment 64KiB --no-output");
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("--segment: applies to schemes that pipeline in segments"), std::string::npos) << out;
+  for (const char* fine : {"ps_pipelined", "ps,tree", "auto"}) {
+    std::tie(code, out) = simulate(dir, std::string("-n 4 -s ") + fine + " -b 1KiB --segment 64KiB --no-output");
+    EXPECT_EQ(code, 0) << fine << ": " << out;
+  }
   // In a file: the simulator's own scenario refuses them by their field.
   std::ofstream(dir / "sim.json") << R"({"name": "s", "transport": "sim", "sizes": [64],
       "workers": [2], "schemes": ["ring"], "iters": 3})";
