@@ -29,16 +29,21 @@ void print_column(const Entries& entries, Name name, Text text) {
 }
 
 // "<hardware>, <latency> us per hop", the protocols, if any, with their
-// per-message cost and the share of the rate the payload gets, and the
-// launch a collective pays, if any.
+// per-message cost, the share of the rate the payload gets and the launch
+// a collective run with each pays, and the link's launch otherwise, if any.
 std::string describe_preset(const LinkPreset& p) {
   std::ostringstream out;
   out << p.hardware << ", " << p.link.latency_seconds * 1e6 << " us per hop";
   for (const LinkProtocol& proto : p.link.protocols) {
     out << "; " << proto.name << " " << proto.overhead_seconds * 1e6 << " us/msg at "
         << std::lround(proto.efficiency * 100) << "%";
+    if (proto.launch_seconds > 0) out << ", " << proto.launch_seconds * 1e6 << " us launch";
   }
-  if (p.link.launch_seconds > 0) out << "; " << p.link.launch_seconds * 1e6 << " us launch";
+  const bool per_protocol = std::any_of(p.link.protocols.begin(), p.link.protocols.end(),
+                                        [](const LinkProtocol& q) { return q.launch_seconds > 0; });
+  if (p.link.launch_seconds > 0 && !per_protocol) {
+    out << "; " << p.link.launch_seconds * 1e6 << " us launch";
+  }
   return out.str();
 }
 

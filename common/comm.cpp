@@ -17,11 +17,6 @@ Traffic& Traffic::operator+=(const Traffic& o) {
   return *this;
 }
 
-double Comm::launch_seconds() const {
-  const Topology* network = shaping();
-  return network == nullptr ? 0.0 : network->launch_seconds();
-}
-
 void Comm::check_peer(int peer, const char* what) const {
   if (peer < 0 || peer >= size()) {
     throw InvariantError(detail::concat("rank ", rank(), ": ", what, " to invalid peer ", peer,

@@ -12,6 +12,8 @@
 // (a reply to it, as a PS pull answers the push).
 #pragma once
 
+#include <atomic>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -106,9 +108,15 @@ class Comm {
   // the simulator's), if any: what a scheme that chooses by the cost model
   // (auto) must model. A sub-group has none of its own.
   virtual const Topology* shaping() const { return nullptr; }
-  // What a collective on that network costs to launch
-  // (Topology::launch_seconds; 0 when none): a sub-group's is its parent's.
-  virtual double launch_seconds() const;
+  // The protocol of the collective this endpoint is running (set by
+  // Scheme::run; LinkSpec::protocol_for), nullptr outside one: what its
+  // transport times each message with on links that offer several. A
+  // sub-group's is its parent's.
+  // (Atomic: a process transport's reader thread times arrivals with it.)
+  virtual const char* collective_protocol() const { return protocol_.load(std::memory_order_relaxed); }
+  virtual void set_collective_protocol(const char* name) {
+    protocol_.store(name, std::memory_order_relaxed);
+  }
 
   Request isend(int peer, const void* data, std::size_t bytes, Tag tag);
   Request irecv(int peer, void* data, std::size_t bytes, Tag tag);
@@ -169,6 +177,7 @@ class Comm {
 
  private:
   Traffic traffic_;
+  std::atomic<const char*> protocol_{nullptr};
 };
 
 // A view of some endpoints of a parent group as a group of their own: rank i
@@ -200,7 +209,8 @@ class SubComm final : public Comm {
   Clock& clock() override { return parent_.clock(); }
   std::chrono::milliseconds timeout() const override { return parent_.timeout(); }
   bool phantom_payloads() const override { return parent_.phantom_payloads(); }
-  double launch_seconds() const override { return parent_.launch_seconds(); }
+  const char* collective_protocol() const override { return parent_.collective_protocol(); }
+  void set_collective_protocol(const char* name) override { parent_.set_collective_protocol(name); }
   int parent_rank(int rank) const { return members_.at(rank); }
   Comm& parent() { return parent_; }
 

@@ -1,6 +1,7 @@
 #include "common/scheme.h"
 
 #include <string>
+#include <vector>
 
 #include "common/errors.h"
 
@@ -14,22 +15,71 @@ namespace {
 // Only a virtual clock pays the launch: a run on real threads or processes
 // pays its own start-up in real time, and could not sleep a few
 // microseconds anyway (the system wakes a sleeper tens of them late).
-void pay_launch(Comm& comm) {
+void pay_launch(Comm& comm, double launch) {
   Clock& clock = comm.clock();
-  if (!clock.is_virtual()) return;
-  if (const double launch = comm.launch_seconds(); launch > 0) {
-    clock.sleep_until(clock.now() + launch);
-  }
+  if (clock.is_virtual() && launch > 0) clock.sleep_until(clock.now() + launch);
 }
 
+// Sets the comm's collective protocol for one run, and puts back what was
+// there however the run ends.
+class ProtocolScope {
+ public:
+  ProtocolScope(Comm& comm, const char* protocol)
+      : comm_(comm), before_(comm.collective_protocol()) {
+    comm_.set_collective_protocol(protocol);
+  }
+  ~ProtocolScope() { comm_.set_collective_protocol(before_); }
+  ProtocolScope(const ProtocolScope&) = delete;
+  ProtocolScope& operator=(const ProtocolScope&) = delete;
+
+ private:
+  Comm& comm_;
+  const char* before_;
+};
+
 }  // namespace
+
+ProtocolChoice Scheme::protocol_choice(Collective c, std::size_t bytes,
+                                       const Topology& topology) const {
+  const std::vector<const char*> names = topology.protocol_choices();
+  if (names.empty()) {
+    const double launch = topology.launch_seconds();
+    return {nullptr, launch, launch + collective_model_time(c, bytes, topology)};
+  }
+  const auto key = std::make_pair(c, bytes);
+  {
+    std::lock_guard lock(cache_.mutex);
+    if (cache_.network != topology.serial()) {
+      cache_.network = topology.serial();
+      cache_.choices.clear();
+    }
+    if (auto it = cache_.choices.find(key); it != cache_.choices.end()) return it->second;
+  }
+  ProtocolChoice best;
+  for (const char* name : names) {
+    const Topology pinned = topology.with_protocol(name);
+    const double launch = pinned.launch_seconds();
+    const double seconds = launch + collective_model_time(c, bytes, pinned);
+    if (best.protocol == nullptr || seconds < best.seconds) best = {name, launch, seconds};
+  }
+  std::lock_guard lock(cache_.mutex);
+  if (cache_.network == topology.serial()) cache_.choices.emplace(key, best);
+  return best;
+}
 
 void Scheme::reduce_scatter(Comm&, Tensor, ReduceOp) { not_provided(Collective::reduce_scatter); }
 void Scheme::all_gather(Comm&, Tensor) { not_provided(Collective::all_gather); }
 void Scheme::broadcast(Comm&, Tensor) { not_provided(Collective::broadcast); }
 
-void Scheme::run(Comm& comm, Collective c, Tensor data, ReduceOp op) {
-  pay_launch(comm);
+void Scheme::run(Comm& comm, Collective c, Tensor data, ReduceOp op, const Topology* network) {
+  if (network == nullptr) network = comm.shaping();
+  const ProtocolChoice choice =
+      network == nullptr ? ProtocolChoice{}
+      : network->protocol_choices().empty()
+          ? ProtocolChoice{nullptr, network->launch_seconds(), 0}
+          : protocol_choice(c, data.bytes(), *network);
+  const ProtocolScope scope(comm, choice.protocol);
+  pay_launch(comm, choice.launch_seconds);
   switch (c) {
     case Collective::all_reduce: return allreduce(comm, data, op);
     case Collective::reduce_scatter: return reduce_scatter(comm, data, op);

@@ -5,8 +5,12 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "common/collective.h"
 #include "common/comm.h"
@@ -45,6 +49,15 @@ struct SchemeOptions {
   std::shared_ptr<const TunedTable> tuned;
 };
 
+// The protocol a collective runs with (LinkProtocol) and what the model
+// predicts for it: NCCL's tuner picks one per collective, by the time its
+// model gives the whole collective with each, launch included.
+struct ProtocolChoice {
+  const char* protocol = nullptr;  // nullptr: no link offers a choice
+  double launch_seconds = 0;       // the network's launch with that protocol
+  double seconds = 0;              // launch plus the collective's model time
+};
+
 class Scheme {
  public:
   explicit Scheme(SchemeOptions options) : options_(std::move(options)) {}
@@ -70,10 +83,12 @@ class Scheme {
   virtual void all_gather(Comm& comm, Tensor data);
   virtual void broadcast(Comm& comm, Tensor data);  // from worker kBroadcastRoot
   // Runs collective `c` (op applies to those that reduce) as a caller of
-  // the library would: on a simulated network it first pays the network's
-  // launch cost (Topology::launch_seconds), once, where a scheme calling
-  // another's collective inside its own does not.
-  void run(Comm& comm, Collective c, Tensor data, ReduceOp op);
+  // the library would: on a modelled network (`network`, else the comm's
+  // shaping) its messages take the protocol protocol_choice() picks, and
+  // on a simulated one it first pays that protocol's launch, once, where a
+  // scheme calling another's collective inside its own does not.
+  void run(Comm& comm, Collective c, Tensor data, ReduceOp op,
+           const Topology* network = nullptr);
 
   // nccl-tests' bus-bandwidth factor: busbw = algbw * factor, the same for
   // every scheme so that they are comparable (common/collective.h).
@@ -95,10 +110,15 @@ class Scheme {
   virtual double collective_model_time(Collective c, std::size_t bytes,
                                        const Topology& topology) const;
   // What the model predicts for one call of run(): the collective's model
-  // time plus the network's launch cost. The reports' model column.
+  // time plus the network's launch cost, with the protocol run() takes.
+  // The reports' model column.
   double predicted_time(Collective c, std::size_t bytes, const Topology& topology) const {
-    return topology.launch_seconds() + collective_model_time(c, bytes, topology);
+    return protocol_choice(c, bytes, topology).seconds;
   }
+  // The protocol among topology.protocol_choices() with which the model
+  // predicts `c` of `bytes` fastest (the first on a tie); remembered for
+  // the network's serial, so that every rank's run() pays for one choice.
+  ProtocolChoice protocol_choice(Collective c, std::size_t bytes, const Topology& topology) const;
   // Message-sized buffers a worker holds besides its own data, so that a
   // plan can refuse what will not fit in memory before it runs (auto's
   // copy of the input while it measures).
@@ -126,6 +146,17 @@ class Scheme {
 
  private:
   SchemeOptions options_;
+  // protocol_choice()'s choices on one network (a copy of the scheme
+  // starts with none).
+  struct ChoiceCache {
+    ChoiceCache() = default;
+    ChoiceCache(const ChoiceCache&) {}
+    ChoiceCache& operator=(const ChoiceCache&) { return *this; }
+    std::mutex mutex;
+    std::uint64_t network = 0;  // Topology::serial
+    std::map<std::pair<Collective, std::size_t>, ProtocolChoice> choices;
+  };
+  mutable ChoiceCache cache_;
 };
 
 // Splits `count` elements into `parts` contiguous blocks whose sizes differ

@@ -1,6 +1,8 @@
 #include "common/topology.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstring>
 #include <set>
 #include <sstream>
 
@@ -26,7 +28,17 @@ void check_link_range(const LinkSpec& link, const std::string& bandwidth_field,
   }
 }
 
-const LinkProtocol* LinkSpec::protocol_for(double bytes) const {
+bool same_protocol(const char* a, const char* b) {
+  if (a == nullptr || b == nullptr) return a == b;
+  return a == b || std::strcmp(a, b) == 0;
+}
+
+const LinkProtocol* LinkSpec::protocol_for(double bytes, const char* collective) const {
+  if (collective != nullptr) {
+    for (const LinkProtocol& p : protocols) {
+      if (same_protocol(p.name, collective)) return &p;
+    }
+  }
   const LinkProtocol* best = nullptr;
   double best_time = 0;
   for (const LinkProtocol& p : protocols) {
@@ -40,14 +52,54 @@ const LinkProtocol* LinkSpec::protocol_for(double bytes) const {
   return best;
 }
 
-double LinkSpec::wire_bytes(double bytes) const {
-  const LinkProtocol* p = protocol_for(bytes);
+double LinkSpec::wire_bytes(double bytes, const char* collective) const {
+  const LinkProtocol* p = protocol_for(bytes, collective);
   return p == nullptr ? bytes : bytes / p->efficiency;
 }
 
-double LinkSpec::delay(double bytes) const {
-  const LinkProtocol* p = protocol_for(bytes);
+double LinkSpec::delay(double bytes, const char* collective) const {
+  const LinkProtocol* p = protocol_for(bytes, collective);
   return latency_seconds + (p == nullptr ? 0.0 : p->overhead_seconds);
+}
+
+LinkSpec LinkSpec::with_protocol(const char* name) const {
+  LinkSpec pinned = *this;
+  for (const LinkProtocol& p : protocols) {
+    if (!same_protocol(p.name, name)) continue;
+    pinned.protocols = {p};
+    if (p.launch_seconds > 0) pinned.launch_seconds = p.launch_seconds;
+    break;
+  }
+  return pinned;
+}
+
+std::uint64_t Topology::Serial::next() {
+  static std::atomic<std::uint64_t> counter{0};
+  return ++counter;
+}
+
+std::vector<const char*> Topology::protocol_choices() const {
+  std::vector<const char*> names;
+  auto add = [&](const LinkSpec& link) {
+    if (link.protocols.size() < 2) return;
+    for (const LinkProtocol& p : link.protocols) {
+      const bool known = std::any_of(names.begin(), names.end(),
+                                     [&](const char* n) { return same_protocol(n, p.name); });
+      if (!known) names.push_back(p.name);
+    }
+  };
+  add(intra);
+  add(inter);
+  for (const ReducingSwitch& s : switches) add(s.link);
+  return names;
+}
+
+Topology Topology::with_protocol(const char* name) const {
+  Topology pinned = *this;
+  pinned.intra = intra.with_protocol(name);
+  pinned.inter = inter.with_protocol(name);
+  for (ReducingSwitch& s : pinned.switches) s.link = s.link.with_protocol(name);
+  return pinned;
 }
 
 int Topology::nodes() const {
@@ -142,16 +194,19 @@ LinkShaper::Port& LinkShaper::inter_port(int endpoint) {
   return inter_ports_[static_cast<std::size_t>(index)];
 }
 
-LinkShaper::Timing LinkShaper::reserve(int src, int dst, std::size_t bytes, double now) {
+LinkShaper::Timing LinkShaper::reserve(int src, int dst, std::size_t bytes, double now,
+                                       const char* protocol) {
   const bool local = topology_.same_node(src, dst);
   const LinkSpec& spec = topology_.link(src, dst);  // a switch port's rate when one is an end
   const double payload = static_cast<double>(bytes);
-  if (src == dst || spec.unlimited()) return {now, now + (src == dst ? 0 : spec.delay(payload))};
+  if (src == dst || spec.unlimited()) {
+    return {now, now + (src == dst ? 0 : spec.delay(payload, protocol))};
+  }
   // A zero-byte message (a barrier's signal) carries nothing to serialise:
   // on a real NIC it slips between another sender's packets instead of
   // queueing behind a whole megabyte booked on the same ingress, which
   // would hold a barrier for a full transfer and skew the next timing.
-  if (bytes == 0) return {now, now + spec.delay(payload)};
+  if (bytes == 0) return {now, now + spec.delay(payload, protocol)};
   std::lock_guard lock(mutex_);
   Port& out = local ? intra_port(src) : inter_port(src);
   Port& in = local ? intra_port(dst) : inter_port(dst);
@@ -160,11 +215,12 @@ LinkShaper::Timing LinkShaper::reserve(int src, int dst, std::size_t bytes, doub
   // receiver's ingress from then on, once that is free. A sender whose
   // receiver is busy is not held: its NIC sends to other peers meanwhile.
   // Each port at its own rate (a switch's port and a GPU's differ).
-  const double wire = spec.wire_bytes(payload);
+  const double wire = spec.wire_bytes(payload, protocol);
   const double start = std::max(now, out.egress_free);
   out.egress_free = start + wire / topology_.port_rate(src, dst);
   in.ingress_free = std::max(start, in.ingress_free) + wire / topology_.port_rate(dst, src);
-  return {out.egress_free, std::max(out.egress_free, in.ingress_free) + spec.delay(payload)};
+  return {out.egress_free,
+          std::max(out.egress_free, in.ingress_free) + spec.delay(payload, protocol)};
 }
 
 }  // namespace gradex

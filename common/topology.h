@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -26,6 +27,9 @@ struct LinkProtocol {
   const char* name = "";
   double overhead_seconds = 0;
   double efficiency = 1;  // (0, 1]
+  // What a collective run with this protocol costs to launch (NCCL's base
+  // latency differs by protocol); 0: the link's launch_seconds.
+  double launch_seconds = 0;
 };
 
 struct LinkSpec {
@@ -36,10 +40,12 @@ struct LinkSpec {
 
   double bytes_per_second = 0;  // 0 means unlimited (no shaping)
   double latency_seconds = 0;
-  // Empty: every message at the full rate with no overhead. Otherwise each
-  // message takes the protocol that delivers it soonest, as NCCL's tuner
-  // picks by its model (which makes the size threshold between two
-  // protocols a consequence of their figures, not a third figure).
+  // Empty: every message at the full rate with no overhead. With several,
+  // a collective takes the one its whole run is modelled fastest with, as
+  // NCCL's tuner picks one per collective (Scheme::protocol_choice, which
+  // makes the size threshold between two protocols a consequence of their
+  // figures, not a third figure); a message sent outside a collective takes
+  // the one that delivers it soonest.
   std::vector<LinkProtocol> protocols;
   // What a collective run over this link by a GPU library costs once,
   // before its first message: the kernel launch and set-up NCCL's tuning
@@ -47,14 +53,22 @@ struct LinkSpec {
   double launch_seconds = 0;
 
   bool unlimited() const { return bytes_per_second <= 0; }
-  // The protocol a message of `bytes` takes; nullptr when none is modelled.
-  const LinkProtocol* protocol_for(double bytes) const;
+  // The protocol a message of `bytes` takes: the one named `collective`
+  // (the protocol of the collective it belongs to) if the link has it,
+  // else the one that delivers it soonest; nullptr when none is modelled.
+  const LinkProtocol* protocol_for(double bytes, const char* collective = nullptr) const;
   // What the link carries for a payload of `bytes`: bytes / efficiency.
-  double wire_bytes(double bytes) const;
+  double wire_bytes(double bytes, const char* collective = nullptr) const;
   // From the last byte leaving the sender to the message being usable at
   // the receiver: the latency plus the protocol's per-message cost.
-  double delay(double bytes) const;
+  double delay(double bytes, const char* collective = nullptr) const;
+  // This link as a collective run with protocol `name` sees it: that
+  // protocol alone, and its launch, when the link has it; else unchanged.
+  LinkSpec with_protocol(const char* name) const;
 };
+
+// Whether two protocol names are the same (both may be nullptr: none).
+bool same_protocol(const char* a, const char* b);
 
 // The range of a shaped link, wide enough for any real network (a slow
 // modem to beyond an NVSwitch) and narrow enough that every time computed
@@ -130,6 +144,16 @@ struct Topology {
   // launch costs (a GPU library's collective launches one kernel on every
   // GPU, whichever links it then uses).
   double launch_seconds() const { return std::max(intra.launch_seconds, inter.launch_seconds); }
+  // The protocols a collective chooses among: those of every link that
+  // offers more than one, each name once, in the order first met. Empty
+  // when no link offers a choice.
+  std::vector<const char*> protocol_choices() const;
+  // This network as a collective run with protocol `name` sees it (each
+  // link's with_protocol): what its model is computed on.
+  Topology with_protocol(const char* name) const;
+  // A number no other Topology object of this process has had (a copy gets
+  // a new one): what a result computed on this network is cached under.
+  std::uint64_t serial() const { return serial_.value; }
   // The leaf above `endpoint`: -1 without a second tier, or for a switch
   // port across nodes (at the spine).
   int leaf_of(int endpoint) const;
@@ -156,6 +180,19 @@ struct Topology {
   // dedicated machines of their own (one node each).
   static Topology grouped(int workers, int per_node, int servers, LinkSpec intra, LinkSpec inter,
                           bool nic_per_node = false);
+
+ private:
+  struct Serial {
+    Serial() : value(next()) {}
+    Serial(const Serial&) : value(next()) {}
+    Serial& operator=(const Serial&) {
+      value = next();
+      return *this;
+    }
+    static std::uint64_t next();
+    std::uint64_t value;
+  };
+  Serial serial_;
 };
 
 // Reserves port time for messages under the model above; thread-safe.
@@ -167,8 +204,9 @@ class LinkShaper {
     double sender_free;  // the send completes (egress done)
     double arrival;      // the receive completes
   };
-  // A message of `bytes` posted at `now` from src to dst.
-  Timing reserve(int src, int dst, std::size_t bytes, double now);
+  // A message of `bytes` posted at `now` from src to dst, within a
+  // collective run with `protocol` (nullptr: outside one).
+  Timing reserve(int src, int dst, std::size_t bytes, double now, const char* protocol = nullptr);
   const Topology& topology() const { return topology_; }
 
  private:

@@ -27,18 +27,19 @@ constexpr double kNvlinkLlStep = 0.47e-6;
 constexpr double kNvlinkSimpleStep = 3.4e-6;
 constexpr double kLlShareOfSimple = 0.25;
 
-std::vector<LinkProtocol> nvlink_protocols(double simple_efficiency) {
-  return {{"LL", kNvlinkLlStep, simple_efficiency * kLlShareOfSimple},
-          {"Simple", kNvlinkSimpleStep, simple_efficiency}};
-}
-
-// A collective's launch (LinkSpec::launch_seconds): NCCL's tuning model
-// (src/graph/tuning.cc of NCCL 2.8, baseLat) starts a ring with the LL
-// protocol at 3.6 us, whatever the links. (Its Simple figure, 8.4 us, is
-// for messages large enough that the difference is a few per cent at
-// most: 1 MiB on 8 A100s takes about 50 us.) On 8 GPUs its ring at 8 bytes
-// is then 3.6 + 14 x 0.47 = 10.2 us.
+// A collective's launch (LinkSpec::launch_seconds, LinkProtocol's):
+// NCCL's tuning model (the same tuning.cc, baseLat) starts a ring with the
+// LL protocol at 3.6 us and with Simple at 8.4 us, whatever the links. A
+// collective takes one protocol for all its messages (Scheme::
+// protocol_choice), so on 8 GPUs its ring at 8 bytes is LL's 3.6 + 14 x
+// 0.47 = 10.2 us, and at 1 GiB Simple's, launch 8.4 us included.
 constexpr double kNcclLaunch = 3.6e-6;
+constexpr double kNcclSimpleLaunch = 8.4e-6;
+
+std::vector<LinkProtocol> nvlink_protocols(double simple_efficiency) {
+  return {{"LL", kNvlinkLlStep, simple_efficiency * kLlShareOfSimple, kNcclLaunch},
+          {"Simple", kNvlinkSimpleStep, simple_efficiency, kNcclSimpleLaunch}};
+}
 
 // InfiniBand through NCCL's network proxy: one protocol whose per-message
 // cost is fitted to the one published 8-byte point, nccl-tests issue #150

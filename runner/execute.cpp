@@ -86,7 +86,7 @@ std::vector<ResultRow> execute_plan(
       req.count = bytes / dtype_size(sc.dtype);
       const Measurement m = world ? measure(*world, scheme, req)
                                   : measure_simulated(scheme, req, simulated,
-                                                      subset > 0 ? endpoints : 0);
+                                                      subset > 0 ? endpoints : 0, &topo);
       ResultRow row = result_row(sc, run, req.count, m, topo);
       on_row(run, row);
       rows.push_back(std::move(row));

@@ -5,7 +5,8 @@
 namespace gradex {
 
 Measurement measure_simulated(Scheme& scheme, const MeasureRequest& request,
-                              const Topology& topology, int represents) {
+                              const Topology& topology, int represents,
+                              const Topology* whole) {
   sim::SimRequest sim;
   sim.collective = request.collective;
   sim.count = request.count;
@@ -15,6 +16,7 @@ Measurement measure_simulated(Scheme& scheme, const MeasureRequest& request,
   sim.phantom = true;
   sim.straggler_ms = request.straggler_ms;
   sim.represents = represents;
+  sim.whole = whole;
   const sim::SimResult r = sim::simulate_allreduce(scheme, sim);
   Measurement m;
   m.checked = false;  // phantom buffers

@@ -12,8 +12,10 @@
 namespace gradex {
 
 // `topology` is what is simulated: every endpoint, or a symmetric subset of
-// them standing for all `represents` (runner/simulate.h; 0: no subset).
+// them standing for all `represents` of `whole` (runner/simulate.h; 0: no
+// subset, and `whole` is unused).
 Measurement measure_simulated(Scheme& scheme, const MeasureRequest& request,
-                              const Topology& topology, int represents);
+                              const Topology& topology, int represents,
+                              const Topology* whole = nullptr);
 
 }  // namespace gradex

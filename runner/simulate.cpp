@@ -30,9 +30,9 @@ SimResult simulate_allreduce(Scheme& scheme, const SimRequest& request) {
   GRADEX_ENFORCE_EQ(subset ? request.represents : simulated, endpoints,
                     "simulated topology size");
   GRADEX_ENFORCE(!subset || (request.phantom && endpoints % simulated == 0 &&
-                             request.straggler_ms == 0),
-                 "a symmetric subset needs phantom buffers, no straggler, and a whole number "
-                 "of subsets in the group");
+                             request.straggler_ms == 0 && request.whole != nullptr),
+                 "a symmetric subset needs phantom buffers, no straggler, a whole number "
+                 "of subsets in the group, and the whole network");
   const auto wall_start = std::chrono::steady_clock::now();
   TransportOptions options;
   options.shaping = request.topology;
@@ -56,7 +56,7 @@ SimResult simulate_allreduce(Scheme& scheme, const SimRequest& request) {
     const Tensor data{real ? storage.data() : nullptr, request.count, request.dtype};
     if (real) fill_collective_input(request.collective, data, r, workers);
     straggle(comm, workers, request.straggler_ms);
-    scheme.run(comm, request.collective, data, request.op);
+    scheme.run(comm, request.collective, data, request.op, subset ? request.whole : nullptr);
     // Fibers run one at a time: no lock needed to merge.
     if (r < workers) result.seconds = std::max(result.seconds, comm.clock().now() - start);
     if (real) result.wrong += count_wrong_collective(request.collective, data, r, workers, request.op);

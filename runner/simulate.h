@@ -34,6 +34,9 @@ struct SimRequest {
   // all three (runner/plan.cpp). Phantom buffers only: one rank's values
   // cannot stand for another's. 0: every rank is simulated.
   int represents = 0;
+  // With a subset: the whole network it stands for, on which the
+  // collective's protocol is chosen (Scheme::run). Else unused.
+  const Topology* whole = nullptr;
 };
 
 struct SimResult {

@@ -24,9 +24,12 @@ class PortShaper {
     double start;  // the message starts leaving (stamped on it)
     double done;   // the send completes
   };
-  Egress egress(int dst, std::size_t bytes, double now);
+  // `protocol`: the collective protocol each side is running
+  // (LinkSpec::protocol_for); the receiver takes its own, which is the
+  // sender's while both run the same collective.
+  Egress egress(int dst, std::size_t bytes, double now, const char* protocol = nullptr);
   // When a receive from `src` of a message stamped `egress_start` completes.
-  double ingress(int src, std::size_t bytes, double egress_start);
+  double ingress(int src, std::size_t bytes, double egress_start, const char* protocol = nullptr);
   const Topology& topology() const { return topology_; }
 
  private:

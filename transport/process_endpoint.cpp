@@ -64,7 +64,7 @@ std::shared_ptr<RequestState> ProcessEndpoint::start_send(int peer, const void* 
   h.tag = tag;
   h.length = bytes;
   if (shaper_) {
-    const auto e = shaper_->egress(peer, bytes, clock().now());
+    const auto e = shaper_->egress(peer, bytes, clock().now(), collective_protocol());
     h.egress_start = e.start;
     op->not_before = e.done;
   }
@@ -115,7 +115,8 @@ std::shared_ptr<RequestState> ProcessEndpoint::start_recv_reduce(int peer, Tenso
 
 ProcessEndpoint::Landing ProcessEndpoint::land(int peer, const FrameHeader& h) {
   Landing l;
-  l.arrival = shaper_ ? shaper_->ingress(peer, h.length, h.egress_start) : 0;
+  l.arrival =
+      shaper_ ? shaper_->ingress(peer, h.length, h.egress_start, collective_protocol()) : 0;
   auto r = matcher_.take_receive(peer, h.tag);
   if (!r) return l;
   Op& op = **r;

@@ -90,7 +90,8 @@ class InprocComm final : public Comm {
                                            Tag tag) override {
     auto op = transport::make_send<Op>(rank_, peer, data, bytes, tag);
     if (world_.shaper) {
-      const auto t = world_.shaper->reserve(rank_, peer, bytes, clock().now());
+      const auto t =
+          world_.shaper->reserve(rank_, peer, bytes, clock().now(), collective_protocol());
       op->not_before = t.sender_free;
       op->arrival = t.arrival;
     }

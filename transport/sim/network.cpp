@@ -56,8 +56,8 @@ bool Network::limited(int src, int dst) const {
   return src != dst && !topology_.link(src, dst).unlimited();
 }
 
-double Network::latency(int src, int dst, std::size_t bytes) const {
-  return src == dst ? 0 : topology_.link(src, dst).delay(static_cast<double>(bytes));
+double Network::latency(int src, int dst, std::size_t bytes, const char* protocol) const {
+  return src == dst ? 0 : topology_.link(src, dst).delay(static_cast<double>(bytes), protocol);
 }
 
 int Network::egress_port(int src, int dst) const {
@@ -97,7 +97,7 @@ void Network::mark_dirty(int port) {
   }
 }
 
-int Network::start(int src, int dst, std::size_t bytes, double now) {
+int Network::start(int src, int dst, std::size_t bytes, double now, const char* protocol) {
   GRADEX_ENFORCE(limited(src, dst), "flow on an unlimited link ", src, " -> ", dst);
   int id;
   if (!free_flows_.empty()) {
@@ -111,7 +111,7 @@ int Network::start(int src, int dst, std::size_t bytes, double now) {
   const std::uint64_t version = f.version + 1;
   // The link carries the payload and its protocol's share of flags and
   // headers.
-  const double wire = topology_.link(src, dst).wire_bytes(static_cast<double>(bytes));
+  const double wire = topology_.link(src, dst).wire_bytes(static_cast<double>(bytes), protocol);
   f = Flow{};
   f.src = src;
   f.dst = dst;
@@ -161,9 +161,9 @@ void Network::finish(int flow) {
   --active_;
 }
 
-void Network::hand_over(int flow, std::size_t bytes, double now) {
+void Network::hand_over(int flow, std::size_t bytes, double now, const char* protocol) {
   Flow& f = flows_[static_cast<std::size_t>(flow)];
-  f.remaining = topology_.link(f.src, f.dst).wire_bytes(static_cast<double>(bytes));
+  f.remaining = topology_.link(f.src, f.dst).wire_bytes(static_cast<double>(bytes), protocol);
   f.updated = now;
   f.rate = f.filled;
   f.version += 1;

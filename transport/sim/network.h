@@ -42,14 +42,15 @@ class Network {
   Network(Topology topology, Scheduler schedule, bool settle_stars_directly = true);
 
   const Topology& topology() const { return topology_; }
-  // Starts moving `bytes` from src to dst at `now`; returns the flow id.
-  // Only for links with a finite rate and src != dst (callers handle the
-  // others as instantaneous).
-  int start(int src, int dst, std::size_t bytes, double now);
+  // Starts moving `bytes` from src to dst at `now`, a message of a
+  // collective run with `protocol` (LinkSpec::protocol_for); returns the
+  // flow id. Only for links with a finite rate and src != dst (callers
+  // handle the others as instantaneous).
+  int start(int src, int dst, std::size_t bytes, double now, const char* protocol = nullptr);
   bool limited(int src, int dst) const;
   // The delay after the last byte of a message of `bytes` left: the link
   // latency plus its protocol's per-message cost.
-  double latency(int src, int dst, std::size_t bytes) const;
+  double latency(int src, int dst, std::size_t bytes, const char* protocol = nullptr) const;
   // Recomputes the rates of flows sharing a port with a flow that started
   // or finished, and reschedules their completions.
   void settle(double now);
@@ -63,7 +64,7 @@ class Network {
   // before, so max-min filling would give every one of them the rate it
   // has (a pipelined tree's flows form one component as wide as the
   // world, which each refill would walk); its completion is scheduled now.
-  void hand_over(int flow, std::size_t bytes, double now);
+  void hand_over(int flow, std::size_t bytes, double now, const char* protocol = nullptr);
   int active_flows() const { return active_; }
 
  private:

@@ -27,6 +27,7 @@ using transport::OpKind;
 // A posted send, receive, receive-reduce, or a sleep (timer).
 struct SimOp final : transport::Op {
   bool timer = false;
+  const char* protocol = nullptr;  // a send's: its rank's collective protocol
 };
 using OpPtr = std::shared_ptr<SimOp>;
 
@@ -48,6 +49,7 @@ struct Message {
   int src = 0;
   int dst = 0;
   std::size_t bytes = 0;
+  const char* protocol = nullptr;  // the sender's collective protocol
   OpPtr send;
   OpPtr recv;            // set at the match, released once completed
   bool matched = false;
@@ -314,6 +316,7 @@ class SimComm final : public Comm {
   std::shared_ptr<RequestState> start_send(int peer, const void* data, std::size_t bytes,
                                            Tag tag) override {
     auto op = transport::make_send<SimOp>(rank_, peer, data, bytes, tag, alloc_);
+    op->protocol = collective_protocol();
     world_.post_send(checked(op));
     return op;
   }
@@ -437,6 +440,7 @@ void SimWorld::Impl::post_send(const OpPtr& op) {
   m->src = op->owner;
   m->dst = op->peer;
   m->bytes = op->bytes;
+  m->protocol = op->protocol;
   m->send = op;
   // The bytes start leaving now, whether or not the receive is posted: the
   // shaper of the in-process transport reserves port time at the send too.
@@ -461,7 +465,7 @@ void SimWorld::Impl::post_send(const OpPtr& op) {
     m->left = true;
     Event e;
     e.kind = Event::arrival;
-    e.time = now + network.latency(m->src, m->dst, m->bytes);
+    e.time = now + network.latency(m->src, m->dst, m->bytes, m->protocol);
     e.message = m;
     push(e);
   }
@@ -502,7 +506,7 @@ void SimWorld::Impl::match(Message* m, OpPtr recv) {
 }
 
 void SimWorld::Impl::start_flow(Message* m) {
-  const int flow = network.start(m->src, m->dst, m->bytes, now);
+  const int flow = network.start(m->src, m->dst, m->bytes, now, m->protocol);
   if (static_cast<std::size_t>(flow) >= message_of_flow.size()) {
     message_of_flow.resize(static_cast<std::size_t>(flow) + 1);
   }
@@ -523,7 +527,7 @@ void SimWorld::Impl::on_left(Message* m) {
   }
   Event e;
   e.kind = Event::arrival;
-  e.time = now + network.latency(m->src, m->dst, m->bytes);
+  e.time = now + network.latency(m->src, m->dst, m->bytes, m->protocol);
   e.message = m;
   push(e);
 }
@@ -548,7 +552,7 @@ void SimWorld::Impl::process(const Event& e) {
         // The next message on this connection leaves now, on the same
         // flow; else the flow ends.
         if (Message* next = m->next_in_line) {
-          network.hand_over(e.index, next->bytes, now);
+          network.hand_over(e.index, next->bytes, now, next->protocol);
           message_of_flow[flow] = next;
         } else {
           network.finish(e.index);
