@@ -41,12 +41,21 @@ std::vector<LinkProtocol> nvlink_protocols(double simple_efficiency) {
           {"Simple", kNvlinkSimpleStep, simple_efficiency, kNcclSimpleLaunch}};
 }
 
-// InfiniBand through NCCL's network proxy: one protocol whose per-message
-// cost is fitted to the one published 8-byte point, nccl-tests issue #150
-// (2 nodes x 1 A100-80GB, one HDR NIC each): 8-byte all_reduce_perf
-// 19.90 us out of place, which a 2-rank ring spends on its launch and 2
-// messages.
-constexpr double kIbMessageCost = (19.90e-6 - kNcclLaunch) / 2;
+// InfiniBand through NCCL's network proxy. LL's per-message cost is fitted
+// to the one published 8-byte point, nccl-tests issue #150 (2 nodes x 1
+// A100-80GB, one HDR NIC each): 8-byte all_reduce_perf 19.90 us out of
+// place, which a 2-rank ring spends on LL's launch and 2 messages. Simple's
+// costs what NCCL's tuning model (the same tuning.cc, hwLat for NET, ring)
+// puts it above LL's: 14.0 - 2.7 us a step more.
+constexpr double kIbLlMessageCost = (19.90e-6 - kNcclLaunch) / 2;
+constexpr double kIbSimpleMessageCost = kIbLlMessageCost + (14.0e-6 - 2.7e-6);
+
+// `simple_efficiency`: the share of the NIC's rate Simple delivers; LL a
+// quarter of it, as over NVLink.
+std::vector<LinkProtocol> infiniband_protocols(double simple_efficiency) {
+  return {{"LL", kIbLlMessageCost, simple_efficiency * kLlShareOfSimple, kNcclLaunch},
+          {"Simple", kIbSimpleMessageCost, simple_efficiency, kNcclSimpleLaunch}};
+}
 
 }  // namespace
 
@@ -80,13 +89,13 @@ const std::vector<LinkPreset>& link_presets() {
       // Efficiency: "24GB/s is the peak performance per 200G NIC" (NVIDIA,
       // nccl-tests issue #119): 24 / 25.
       {"ib_hdr_200g", "200 Gbit/s InfiniBand HDR (ConnectX-6) = 25 GB/s one way",
-       {25e9, 0, {{"net", kIbMessageCost, 24.0 / 25.0}}, kNcclLaunch}},
+       {25e9, 0, infiniband_protocols(24.0 / 25.0), kNcclLaunch}},
       // NVIDIA ConnectX-7 datasheet: NDR InfiniBand, 400 Gb/s per port.
       // Efficiency: "46-48GB/s per NIC" (NVIDIA, nccl-tests issue #290): 48 /
-      // 50. The per-message cost is HDR's (the same proxy path; no published
-      // 8-byte NDR point was found).
+      // 50. The per-message costs are HDR's (the same proxy path; no
+      // published 8-byte NDR point was found).
       {"ib_ndr_400g", "400 Gbit/s InfiniBand NDR (ConnectX-7) = 50 GB/s one way",
-       {50e9, 0, {{"net", kIbMessageCost, 48.0 / 50.0}}, kNcclLaunch}},
+       {50e9, 0, infiniband_protocols(48.0 / 50.0), kNcclLaunch}},
       // Switches that reduce (`network.switch`, the in_network scheme): the
       // rate is what the switch sums per GPU, payload bytes.
       // NVLink SHARP on H100 NVSwitch: "On 8 GPUs, you should reach a peak
@@ -96,10 +105,12 @@ const std::vector<LinkPreset>& link_presets() {
       {"h100_nvls", "H100 NVSwitch reducing in the switch (NVLink SHARP): 275 GB/s per GPU",
        {275e9, 0, {{"Simple", kNvlinkSimpleStep, 1.0}}}},
       // SHARP in an NDR InfiniBand switch (Quantum-2): assumed to sum at
-      // what the NIC delivers, ib_ndr_400g's 48 GB/s with its per-message
-      // cost. No published nccl-tests SHARP figure was found to calibrate it.
+      // what the NIC delivers, ib_ndr_400g's 48 GB/s, at the per-message
+      // cost the 8-byte point gives a NIC; one protocol, named Simple, the
+      // only one NCCL's in-network reduction runs. No published nccl-tests
+      // SHARP figure was found to calibrate it.
       {"ib_ndr_sharp", "NDR InfiniBand switch reducing in the network (SHARP), assumed at the NIC's 48 GB/s",
-       {48e9, 0, {{"net", kIbMessageCost, 1.0}}}},
+       {48e9, 0, {{"Simple", kIbLlMessageCost, 1.0}}}},
   };
   return presets;
 }

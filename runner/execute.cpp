@@ -29,7 +29,9 @@ ResultRow result_row(const Scenario& sc, const PlannedRun& run, std::size_t coun
   row.source = m.simulated ? (m.subset > 0 ? "simulated-subset" : "simulated") : "measured";
   row.subset = m.subset;
   row.engine = m.engine;
-  row.model_time = scheme.predicted_time(sc.collective, row.bytes, topo);
+  const ProtocolChoice choice = scheme.protocol_choice(sc.collective, row.bytes, topo);
+  row.model_time = choice.seconds;
+  if (sc.network.shaped && choice.protocol != nullptr) row.protocol = choice.protocol;
   row.chose = scheme.chosen_for(row.bytes);
   row.sweep = run.sweep;
   row.traffic = m.traffic;

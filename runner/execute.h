@@ -36,6 +36,7 @@ struct ResultRow {
   int subset = 0;
   std::optional<sim::SimStats> engine;  // simulated rows: the engine's counts
   std::string chose;                // auto: the scheme it ran at this size
+  std::string protocol;             // the protocol the collective took (LinkProtocol), if a choice
   std::string sweep;                // the sweep point ("ps.servers=2"), if any
   // Link bytes sent by all endpoints / (summed egress capacity x time);
   // negative when the network is unshaped (no capacity to compare with).

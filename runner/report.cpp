@@ -99,6 +99,7 @@ void print_run_header(std::ostream& out, const PlannedRun& run) {
 
 std::string row_notes(const ResultRow& r) {
   return (r.chose.empty() ? "" : "  (ran " + r.chose + ")") +
+         (r.protocol.empty() ? "" : "  (" + r.protocol + ")") +
          (r.subset > 0 ? "  (symmetric subset: " + std::to_string(r.subset) + " of " +
                              std::to_string(r.endpoints) + " ranks simulated)"
                        : "") +
@@ -234,6 +235,7 @@ nlohmann::json results_json(const Scenario& s, const std::vector<ResultRow>& row
     row["utilisation"] = r.utilisation >= 0 ? nlohmann::json(r.utilisation) : nlohmann::json();
     row["wrong"] = r.checked ? nlohmann::json(r.wrong) : nlohmann::json();
     row["chose"] = r.chose.empty() ? nlohmann::json() : nlohmann::json(r.chose);
+    row["protocol"] = r.protocol.empty() ? nlohmann::json() : nlohmann::json(r.protocol);
     row["sweep"] = r.sweep.empty() ? nlohmann::json() : nlohmann::json(r.sweep);
     if (r.engine) {
       row["engine"] = {{"events", r.engine->events},

@@ -36,11 +36,14 @@ std::unique_ptr<Scheme> scheme_on(const std::string& name, int workers,
 
 TEST(ProtocolChoice, OnlyLinksOfferingSeveralMakeAChoice) {
   const std::vector<const char*> names = dgx_a100_node(8).protocol_choices();
-  ASSERT_EQ(names.size(), 2u);  // the InfiniBand preset has one protocol
+  ASSERT_EQ(names.size(), 2u);  // each name once, NVLink's and InfiniBand's
   EXPECT_STREQ(names[0], "LL");
   EXPECT_STREQ(names[1], "Simple");
   Topology plain = dgx_a100_node(8);
   plain.intra = find_link_preset("pcie4", "test");
+  plain.inter = find_link_preset("ethernet_100g", "test");
+  EXPECT_TRUE(plain.protocol_choices().empty());
+  plain.inter.protocols = {{"only", 1e-6, 0.9}};
   EXPECT_TRUE(plain.protocol_choices().empty());
 }
 
@@ -49,9 +52,15 @@ TEST(ProtocolChoice, PinningKeepsOneProtocolAndItsLaunch) {
   ASSERT_EQ(simple.intra.protocols.size(), 1u);
   EXPECT_STREQ(simple.intra.protocols[0].name, "Simple");
   EXPECT_DOUBLE_EQ(simple.launch_seconds(), 8.4e-6);
-  // A link without the protocol keeps its own.
-  EXPECT_STREQ(simple.inter.protocols.at(0).name, "net");
+  ASSERT_EQ(simple.inter.protocols.size(), 1u);
+  EXPECT_STREQ(simple.inter.protocols[0].name, "Simple");
   EXPECT_DOUBLE_EQ(dgx_a100_node(8).with_protocol("LL").launch_seconds(), 3.6e-6);
+  // A link without the protocol keeps its own.
+  Topology other = dgx_a100_node(8);
+  other.inter.protocols = {{"only", 1e-6, 0.9}};
+  const Topology pinned = other.with_protocol("LL");
+  ASSERT_EQ(pinned.inter.protocols.size(), 1u);
+  EXPECT_STREQ(pinned.inter.protocols[0].name, "only");
 }
 
 TEST(ProtocolChoice, SmallCollectivesTakeLlAndLargeOnesSimple) {

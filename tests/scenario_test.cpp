@@ -163,7 +163,7 @@ TEST(Scenario, ANodePresetSetsRanksLinksAndNics) {
                    find_link_preset("h100_nvlink", "").bytes_per_second);
   EXPECT_DOUBLE_EQ(s.network.inter_node.bytes_per_second,
                    find_link_preset("ib_ndr_400g", "").bytes_per_second);
-  EXPECT_EQ(s.network.inter_node.protocols.size(), 1u);
+  EXPECT_EQ(s.network.inter_node.protocols.size(), 2u);  // LL and Simple
   const auto a = parse_scenario(nlohmann::json::parse(
       R"({"name": "t", "sizes": [4], "network": {"node": "dgx_a100"}})"));
   EXPECT_DOUBLE_EQ(a.network.intra_node.bytes_per_second,

@@ -252,9 +252,9 @@ TEST(ModelVsSim, PipelinedPsOverlapsPushAndPull) {
 // Every PS variant's model against the simulator on a grid of workers n,
 // servers k and sizes, over the HDR InfiniBand preset (its per-message
 // cost makes the small sizes latency-bound): within 5%. ps_hybrid gets
-// 10%: its ring pipelines 1 MiB segments, whose overlapped latencies the
-// model adds in series, as the ring's own model does (up to 10% below it
-// at 32 MiB on 16 ranks).
+// 20%: its ring pipelines 1 MiB segments, whose overlapped latencies the
+// model adds in series, as the ring's own model does (17% below it at 32
+// MiB on 16 ranks with Simple's 19.45 us per message over InfiniBand).
 TEST(ModelVsSim, ParameterServersOnAGrid) {
   const LinkSpec link = find_link_preset("ib_hdr_200g", "test");
   for (const std::string name : {"ps", "ps_pipelined", "ps_colocated", "dp_master", "ps_hybrid"}) {
@@ -272,7 +272,7 @@ TEST(ModelVsSim, ParameterServersOnAGrid) {
           req.topology = Topology::grouped(n, 1, scheme->endpoints() - n, {}, link);
           const double sim = simulate_allreduce(*scheme, req).seconds;
           const double model = modelled(*scheme, bytes, req.topology);
-          EXPECT_NEAR(sim / model, 1.0, name == "ps_hybrid" ? 0.1 : 0.05)
+          EXPECT_NEAR(sim / model, 1.0, name == "ps_hybrid" ? 0.2 : 0.05)
               << name << " n " << n << " k " << k << " bytes " << bytes;
         }
       }
@@ -425,7 +425,9 @@ TEST(ModelVsSim, AnOversubscribedSpineSlowsWhatCrossesIt) {
           EXPECT_NEAR(sim / flat, 1.0, 1e-9) << n;
         }
         if (name == "halving_doubling") {
-          EXPECT_GT(sim / flat, 2.5) << n;
+          // Its far exchanges' bytes take 4x; their per-message costs
+          // (Simple's, 19.45 us over InfiniBand) do not.
+          EXPECT_GT(sim / flat, 2.4) << n;
         }
       }
     }
