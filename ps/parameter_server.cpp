@@ -206,15 +206,32 @@ double ParameterServerScheme::collective_model_time(Collective c, std::size_t by
   // Hybrid's ring, with the keys split at the optimum, finishes with the
   // busiest port; but its 2 (n-1) steps each wait a latency (one of them
   // counted with the busiest port's bytes), which the dedicated servers'
-  // pipeline fill may not cover.
+  // pipeline fill may not cover. A rank forwards what it received, so the
+  // steps are a chain of consecutive hops, each paying its own link's
+  // latency (on nodes of 8 GPUs a NIC once every 8 hops, NVLink the other
+  // 7 times, as rings_time counts): whole laps of the ring, then the
+  // costliest run of the hops left over.
   double ring_latency = 0;
   const std::size_t own = layout_.colocated_keys(count);
   if (own > 0 && workers() > 1) {
-    const double block = static_cast<double>(own) * elem / workers();
-    for (int w = 0; w < workers(); ++w) {
-      const double hop = topology.link(w, (w + 1) % workers()).delay(block);
-      ring_latency = std::max(ring_latency, (2.0 * (workers() - 1) - 1) * hop);
+    const int n = workers();
+    const double block = static_cast<double>(own) * elem / n;
+    std::vector<double> hop(static_cast<std::size_t>(n));
+    double lap = 0;
+    for (int w = 0; w < n; ++w) {
+      hop[static_cast<std::size_t>(w)] = topology.link(w, (w + 1) % n).delay(block);
+      lap += hop[static_cast<std::size_t>(w)];
     }
+    const int steps = 2 * (n - 1) - 1;
+    const int rest = steps % n;
+    double run = 0;  // hops [w, w + rest), sliding round the ring
+    for (int j = 0; j < rest; ++j) run += hop[static_cast<std::size_t>(j)];
+    double costliest = run;
+    for (int w = 1; w < n && rest > 0; ++w) {
+      run += hop[static_cast<std::size_t>((w + rest - 1) % n)] - hop[static_cast<std::size_t>(w - 1)];
+      costliest = std::max(costliest, run);
+    }
+    ring_latency = (steps / n) * lap + costliest;
   }
   return slowest_flow(topology, both) + std::max(fill, ring_latency);
 }

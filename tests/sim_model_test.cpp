@@ -249,6 +249,29 @@ TEST(ModelVsSim, PipelinedPsOverlapsPushAndPull) {
   }
 }
 
+// The hybrid PS's ring of the workers' keys on nodes of 8 GPUs: its steps
+// are a chain of hops, 7 of every 8 over NVLink, which the model counts
+// hop by hop (charging every step the NIC's latency put it 3x above the
+// simulation where latency rules).
+TEST(ModelVsSim, HybridPsRingPaysEachHopsLatency) {
+  for (int n : {32, 256}) {
+    SchemeOptions o;
+    o.workers = n;
+    o.servers = 1;
+    auto scheme = make_scheme("ps_hybrid", o);
+    for (std::size_t bytes : {std::size_t{8}, std::size_t{256} << 10}) {
+      SimRequest req;
+      req.count = std::max<std::size_t>(bytes / 4, 1);
+      req.topology = Topology::grouped(n, 8, scheme->endpoints() - n,
+                                       find_link_preset("a100_nvlink", "test"),
+                                       find_link_preset("ib_hdr_200g", "test"));
+      const double sim = simulate_allreduce(*scheme, req).seconds;
+      const double model = modelled(*scheme, req.count * 4, req.topology);
+      EXPECT_NEAR(sim / model, 1.0, 0.1) << "n " << n << " bytes " << bytes;
+    }
+  }
+}
+
 // Every PS variant's model against the simulator on a grid of workers n,
 // servers k and sizes, over the HDR InfiniBand preset (its per-message
 // cost makes the small sizes latency-bound): within 5%. ps_hybrid gets
