@@ -39,6 +39,9 @@ scenario["output"] = sys.argv[4]
 for field in ("schemes", "workers"):
     if os.environ[field.upper()]:
         scenario[field] = json.loads(os.environ[field.upper()])
+# gradex refuses hierarchical.inter where no hierarchical scheme runs.
+if "hierarchical" not in scenario["schemes"]:
+    scenario.pop("hierarchical", None)
 with open(sys.argv[2], "w") as f:
     json.dump(scenario, f, indent=2)
     f.write("\n")

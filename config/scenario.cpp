@@ -322,6 +322,7 @@ Scenario parse_scenario(const nlohmann::json& document) {
 
   JsonReader hier = root.object("hierarchical");
   s.inter_algorithm = one_of(hier, "inter", "ring", {"ring", "tree", "halving_doubling"});
+  s.inter_given = hier.has("inter");
   hier.reject_unknown();
 
   if (root.has("network")) {

@@ -82,6 +82,7 @@ struct Scenario {
   int ps_servers = 1;
   bool ps_servers_given = false;  // ps.servers (or --servers) was written
   bool segment_given = false;     // segment_bytes (or --segment) was written
+  bool inter_given = false;       // hierarchical.inter was written
   // The last worker starts every timed iteration (every training step)
   // this many milliseconds late: a straggler, on its rank's clock.
   double straggler_ms = 0;

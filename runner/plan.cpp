@@ -265,16 +265,25 @@ RunPlan plan_runs(Scenario scenario) {
                       "applies to in_network_hierarchical, and to in_network on one node "
                       "without network.switch: this scenario runs neither");
   }
-  if (scenario.ps_servers_given &&
-      std::none_of(plan.runs.begin(), plan.runs.end(),
-                   [](const PlannedRun& r) { return find_scheme(r.scheme).reads_ps_servers; })) {
+  // A field only some schemes read, given where none of them runs.
+  const auto refuse_unread = [&](bool given, bool SchemeEntry::*reads, const char* field,
+                                 const char* what) {
+    if (!given || std::any_of(plan.runs.begin(), plan.runs.end(), [&](const PlannedRun& r) {
+          return find_scheme(r.scheme).*reads;
+        })) {
+      return;
+    }
     std::string readers;
     for (const SchemeEntry& e : scheme_registry()) {
-      if (e.reads_ps_servers) readers += (readers.empty() ? "" : ", ") + e.name;
+      if (e.*reads) readers += (readers.empty() ? "" : ", ") + e.name;
     }
-    throw ConfigError("/ps/servers", "applies to the schemes whose servers it counts (" + readers +
-                                         "), which this scenario does not run");
-  }
+    throw ConfigError(field, std::string("applies to the schemes ") + what + " (" + readers +
+                                 "), which this scenario does not run");
+  };
+  refuse_unread(scenario.ps_servers_given, &SchemeEntry::reads_ps_servers, "/ps/servers",
+                "whose servers it counts");
+  refuse_unread(scenario.inter_given, &SchemeEntry::reads_hierarchical_inter,
+                "/hierarchical/inter", "whose algorithm across nodes it sets");
   // auto runs its candidates at the scenario's segment size too.
   if (scenario.segment_given &&
       std::none_of(plan.runs.begin(), plan.runs.end(), [](const PlannedRun& r) {

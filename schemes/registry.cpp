@@ -41,14 +41,16 @@ std::vector<SchemeEntry> build_registry() {
   r.push_back({"recursive_doubling",
                "recursive doubling: log2 n swaps of the whole buffer (the small-message choice)",
                plain<RecursiveDoublingScheme>()});
-  r.push_back({"hierarchical",
-               "intra-node ring reduce-scatter, inter-node all-reduce, intra-node ring all-gather",
-               [](const SchemeOptions& o) {
+  r.push_back({.name = "hierarchical",
+               .summary = "intra-node ring reduce-scatter, inter-node all-reduce, intra-node ring "
+                          "all-gather",
+               .make = [](const SchemeOptions& o) {
                  return std::make_unique<HierarchicalScheme>(
                      o, [](std::string_view name, const SchemeOptions& inner) {
                        return make_scheme(name, inner);
                      });
-               }});
+               },
+               .reads_hierarchical_inter = true});
   r.push_back({.name = "ps",
                .summary = "parameter server on dedicated endpoints: shards pushed, summed, pulled",
                .make = [](SchemeOptions o) {
@@ -103,7 +105,8 @@ std::vector<SchemeEntry> build_registry() {
                .summary = "per size, the fastest of the schemes that run on the workers alone: the cost "
                "model's pick on a modelled network, else each measured once per size",
                .make = [](const SchemeOptions& o) { return std::make_unique<AutoScheme>(o); },
-               .reads_ps_servers = true});
+               .reads_ps_servers = true,
+               .reads_hierarchical_inter = true});
   for (BaselineScheme& b : mpi_baselines()) {
     r.push_back({std::move(b.name), std::move(b.summary), std::move(b.make), /*baseline=*/true,
                  &mpi_job_active, "",

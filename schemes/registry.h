@@ -33,6 +33,8 @@ struct SchemeEntry {
   std::function<std::string()> why_unavailable = nullptr;
   // Whether ps.servers (--servers) sets how many servers it runs.
   bool reads_ps_servers = false;
+  // Whether hierarchical.inter sets the algorithm it runs across nodes.
+  bool reads_hierarchical_inter = false;
 };
 
 const std::vector<SchemeEntry>& scheme_registry();

@@ -42,9 +42,12 @@ class Analysis:
         """Simulates; returns {(scheme, workers): row} with floats."""
         scenario = {"name": name, "workers": workers, "ranks_per_node": per_node,
                     "transport": "sim", "schemes": schemes, "sizes": [size], "dtype": dtype,
-                    "hierarchical": {"inter": inter}, "network": network}
+                    "network": network}
         # gradex refuses a field no scheme of the run reads: the plain PS
-        # does not pipeline in segments, and only the PS schemes count servers.
+        # does not pipeline in segments, only the PS schemes count servers,
+        # and only the hierarchical scheme has an algorithm across nodes.
+        if "hierarchical" in schemes:
+            scenario["hierarchical"] = {"inter": inter}
         if any(name != "ps" for name in schemes):
             scenario["segment_bytes"] = segment
         if any(name.startswith("ps") for name in schemes):

@@ -222,12 +222,25 @@ TEST(SimulateCommand, FieldsThatDoNotApplyAreRefused) {
       "workers": [2], "schemes": ["ring"], "iters": 3, "warmup_iters": 4})";
   std::ofstream(dir / "servers.json") << R"({"name": "v", "transport": "sim", "sizes": [64],
       "workers": [2], "schemes": ["tree"], "ps": {"servers": 1}})";
+  std::ofstream(dir / "inter.json") << R"({"name": "i", "transport": "sim", "sizes": [64],
+      "workers": [4], "schemes": ["ring", "ps"], "hierarchical": {"inter": "tree"}})";
+  std::ofstream(dir / "inter_read.json") << R"({"name": "j", "transport": "sim", "sizes": [64],
+      "workers": [4], "ranks_per_node": 2, "schemes": ["ring", "hierarchical"],
+      "hierarchical": {"inter": "tree"}})";
   std::tie(code, out) = simulate(dir, (dir / "sim.json").string() + " --no-output");
   EXPECT_EQ(code, 2) << out;
   EXPECT_NE(out.find("sim.json#/iters: does not apply"), std::string::npos) << out;
   std::tie(code, out) = simulate(dir, (dir / "servers.json").string() + " --no-output");
   EXPECT_EQ(code, 2) << out;
   EXPECT_NE(out.find("servers.json#/ps/servers: applies to"), std::string::npos) << out;
+  std::tie(code, out) = simulate(dir, (dir / "inter.json").string() + " --no-output");
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("inter.json#/hierarchical/inter: applies to the schemes whose algorithm "
+                     "across nodes it sets (hierarchical, auto)"),
+            std::string::npos)
+      << out;
+  std::tie(code, out) = simulate(dir, (dir / "inter_read.json").string() + " --no-output");
+  EXPECT_EQ(code, 0) << out;
   std::tie(code, out) = simulate(dir, (dir / "real.json").string() + " -q -o " + (dir / "out").string());
   EXPECT_EQ(code, 0) << out;
   const std::string embedded = slurp(dir / "out" / "results.json");
