@@ -33,8 +33,14 @@ bool same_protocol(const char* a, const char* b) {
   return a == b || std::strcmp(a, b) == 0;
 }
 
-const LinkProtocol* LinkSpec::protocol_for(double bytes, const char* collective) const {
+const LinkProtocol* LinkSpec::choose_protocol(double bytes, const char* collective) const {
   if (collective != nullptr) {
+    // A collective's protocol is named by the link's own string (from
+    // Topology::protocol_choices) but where a copy says otherwise: compare
+    // the pointers first, and the characters only if none is the same.
+    for (const LinkProtocol& p : protocols) {
+      if (p.name == collective) return &p;
+    }
     for (const LinkProtocol& p : protocols) {
       if (same_protocol(p.name, collective)) return &p;
     }
@@ -50,16 +56,6 @@ const LinkProtocol* LinkSpec::protocol_for(double bytes, const char* collective)
     }
   }
   return best;
-}
-
-double LinkSpec::wire_bytes(double bytes, const char* collective) const {
-  const LinkProtocol* p = protocol_for(bytes, collective);
-  return p == nullptr ? bytes : bytes / p->efficiency;
-}
-
-double LinkSpec::delay(double bytes, const char* collective) const {
-  const LinkProtocol* p = protocol_for(bytes, collective);
-  return latency_seconds + (p == nullptr ? 0.0 : p->overhead_seconds);
 }
 
 LinkSpec LinkSpec::with_protocol(const char* name) const {

@@ -56,15 +56,32 @@ struct LinkSpec {
   // The protocol a message of `bytes` takes: the one named `collective`
   // (the protocol of the collective it belongs to) if the link has it,
   // else the one that delivers it soonest; nullptr when none is modelled.
-  const LinkProtocol* protocol_for(double bytes, const char* collective = nullptr) const;
+  // Inline where there is no choice (a link with one protocol, or a
+  // network pinned to a collective's, as its model sees it): the cost
+  // model asks for every flow, n^2 of them for a PS with a server per
+  // worker.
+  const LinkProtocol* protocol_for(double bytes, const char* collective = nullptr) const {
+    if (protocols.size() <= 1) return protocols.empty() ? nullptr : protocols.data();
+    return choose_protocol(bytes, collective);
+  }
   // What the link carries for a payload of `bytes`: bytes / efficiency.
-  double wire_bytes(double bytes, const char* collective = nullptr) const;
+  double wire_bytes(double bytes, const char* collective = nullptr) const {
+    const LinkProtocol* p = protocol_for(bytes, collective);
+    return p == nullptr ? bytes : bytes / p->efficiency;
+  }
   // From the last byte leaving the sender to the message being usable at
   // the receiver: the latency plus the protocol's per-message cost.
-  double delay(double bytes, const char* collective = nullptr) const;
+  double delay(double bytes, const char* collective = nullptr) const {
+    const LinkProtocol* p = protocol_for(bytes, collective);
+    return latency_seconds + (p == nullptr ? 0.0 : p->overhead_seconds);
+  }
   // This link as a collective run with protocol `name` sees it: that
   // protocol alone, and its launch, when the link has it; else unchanged.
   LinkSpec with_protocol(const char* name) const;
+
+ private:
+  // protocol_for among several.
+  const LinkProtocol* choose_protocol(double bytes, const char* collective) const;
 };
 
 // Whether two protocol names are the same (both may be nullptr: none).

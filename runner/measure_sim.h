@@ -13,7 +13,7 @@ namespace gradex {
 
 // `topology` is what is simulated: every endpoint, or a symmetric subset of
 // them standing for all `represents` of `whole` (runner/simulate.h; 0: no
-// subset, and `whole` is unused).
+// subset, and `whole`, if given, is `topology` as the caller holds it).
 Measurement measure_simulated(Scheme& scheme, const MeasureRequest& request,
                               const Topology& topology, int represents,
                               const Topology* whole = nullptr);

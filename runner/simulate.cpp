@@ -56,7 +56,7 @@ SimResult simulate_allreduce(Scheme& scheme, const SimRequest& request) {
     const Tensor data{real ? storage.data() : nullptr, request.count, request.dtype};
     if (real) fill_collective_input(request.collective, data, r, workers);
     straggle(comm, workers, request.straggler_ms);
-    scheme.run(comm, request.collective, data, request.op, subset ? request.whole : nullptr);
+    scheme.run(comm, request.collective, data, request.op, request.whole);
     // Fibers run one at a time: no lock needed to merge.
     if (r < workers) result.seconds = std::max(result.seconds, comm.clock().now() - start);
     if (real) result.wrong += count_wrong_collective(request.collective, data, r, workers, request.op);

@@ -34,8 +34,11 @@ struct SimRequest {
   // all three (runner/plan.cpp). Phantom buffers only: one rank's values
   // cannot stand for another's. 0: every rank is simulated.
   int represents = 0;
-  // With a subset: the whole network it stands for, on which the
-  // collective's protocol is chosen (Scheme::run). Else unused.
+  // The network the collective's protocol is chosen on (Scheme::run): the
+  // whole one a subset stands for (required then), or `topology` itself as
+  // the caller holds it, whose choice the caller's model column then
+  // shares (Scheme::protocol_choice remembers it per network object).
+  // nullptr without a subset: `topology`, as the simulator copies it.
   const Topology* whole = nullptr;
 };
 

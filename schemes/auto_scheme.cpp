@@ -135,7 +135,13 @@ std::size_t AutoScheme::choose(Comm& comm, Tensor data, ReduceOp op) {
     choice = index_of(options().tuned->find(workers(), bytes)->scheme);
   } else if (network != nullptr && network->endpoints() == comm.size() &&
       (network->shaped() || comm.phantom_payloads())) {
-    choice = by_model(bytes, *network);
+    // The candidate the model puts first with the protocol this collective
+    // runs (Scheme::run took the one auto's model, its fastest candidate's,
+    // is fastest with): scheme and protocol picked together, as NCCL's
+    // tuner picks algorithm and protocol.
+    const char* protocol = comm.collective_protocol();
+    choice = protocol == nullptr ? by_model(bytes, *network)
+                                 : by_model(bytes, network->with_protocol(protocol));
   } else {
     GRADEX_ENFORCE(!data.phantom(), "auto: rank ", comm.rank(),
                    " cannot measure on phantom buffers without a modelled network");
