@@ -169,7 +169,9 @@ struct Topology {
   // link's with_protocol): what its model is computed on.
   Topology with_protocol(const char* name) const;
   // A number no other Topology object of this process has had (a copy gets
-  // a new one): what a result computed on this network is cached under.
+  // a new one): what a result computed on this network is cached under
+  // (Scheme::protocol_choice). Changing a field keeps it, and leaves such
+  // results stale: change a copy of a network a model has been asked about.
   std::uint64_t serial() const { return serial_.value; }
   // The leaf above `endpoint`: -1 without a second tier, or for a switch
   // port across nodes (at the spine).
