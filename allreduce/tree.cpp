@@ -1,7 +1,6 @@
 #include "allreduce/tree.h"
 
 #include <algorithm>
-#include <deque>
 #include <map>
 #include <vector>
 
