@@ -37,6 +37,12 @@ gradex="$build/gradex"
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 
+# gradex refuses a flag no scheme of the run reads; `gradex list` names
+# the schemes that read each.
+readers() { "$gradex" list | sed -n "s/^  $1 *//p" | tr -d ' '; }
+segment_readers=",$(readers 'segment_bytes (--segment)'),"
+servers_readers=",$(readers 'ps.servers (--servers)'),"
+
 echo "scheme,ranks,simulated_ranks,wall_s,peak_rss_mib,rss_per_rank_kib,simulated_ms,messages,peak_operations" > "$scratch/scale.csv"
 for run in $runs; do
   IFS=: read -r scheme ranks subset <<< "$run"
@@ -47,10 +53,12 @@ for run in $runs; do
     simulated_ranks="$subset"
   fi
   servers=()
-  case "$scheme" in ps*) servers=(--servers 1) ;; esac
+  case "$servers_readers" in *",$scheme,"*) servers=(--servers 1) ;; esac
+  segment=()
+  case "$segment_readers" in *",$scheme,"*) segment=(--segment 1MiB) ;; esac
   /usr/bin/time -f "%e %M" -o "$scratch/time" \
-    "$gradex" simulate -s "$scheme" -n "$ranks" -b 1G --link ib_hdr_200g --segment 1MiB \
-    "${servers[@]}" "${subset_flag[@]}" --iters 1 --warmup 0 -q -o "$scratch/run" > /dev/null
+    "$gradex" simulate -s "$scheme" -n "$ranks" -b 1G --link ib_hdr_200g "${segment[@]}" \
+    "${servers[@]}" "${subset_flag[@]}" -q -o "$scratch/run" > /dev/null
   read -r wall rss_kib < "$scratch/time"
   simulated="$(/usr/bin/python3 -c 'import json, sys
 row = json.load(open(sys.argv[1]))["results"][0]

@@ -80,6 +80,15 @@ Command add_list_command(CLI::App& parent) {
             print_column(kCollectives,
                          [](Collective c) { return std::string(collective_name(c)); },
                          [](Collective c) { return providers(c); });
+            std::cout << "fields only some schemes read (a run of none of them refuses the field), "
+                         "by those schemes:\n";
+            print_column(scheme_fields(),
+                         [](const SchemeField& f) {
+                           std::string name(f.pointer.substr(1));
+                           std::replace(name.begin(), name.end(), '/', '.');
+                           return f.flag.empty() ? name : name + " (" + std::string(f.flag) + ")";
+                         },
+                         [](const SchemeField& f) { return scheme_readers(f); });
             std::cout << "link presets (\"network\": {\"inter_node\": NAME}), rates one way:\n";
             print_column(link_presets(), [](const LinkPreset& p) { return std::string(p.name); },
                          [](const LinkPreset& p) { return describe_preset(p); });

@@ -266,31 +266,22 @@ RunPlan plan_runs(Scenario scenario) {
                       "without network.switch: this scenario runs neither");
   }
   // A field only some schemes read, given where none of them runs.
-  const auto refuse_unread = [&](bool given, bool SchemeEntry::*reads, const char* field,
-                                 const char* what) {
-    if (!given || std::any_of(plan.runs.begin(), plan.runs.end(), [&](const PlannedRun& r) {
-          return find_scheme(r.scheme).*reads;
-        })) {
-      return;
-    }
-    std::string readers;
-    for (const SchemeEntry& e : scheme_registry()) {
-      if (e.*reads) readers += (readers.empty() ? "" : ", ") + e.name;
-    }
-    throw ConfigError(field, std::string("applies to the schemes ") + what + " (" + readers +
-                                 "), which this scenario does not run");
+  const auto given = [&](std::string_view pointer) {
+    if (pointer == "/segment_bytes") return scenario.segment_given;
+    if (pointer == "/ps/servers") return scenario.ps_servers_given;
+    if (pointer == "/hierarchical/inter") return scenario.inter_given;
+    throw InvariantError("no record of whether " + std::string(pointer) + " was given");
   };
-  refuse_unread(scenario.ps_servers_given, &SchemeEntry::reads_ps_servers, "/ps/servers",
-                "whose servers it counts");
-  refuse_unread(scenario.inter_given, &SchemeEntry::reads_hierarchical_inter,
-                "/hierarchical/inter", "whose algorithm across nodes it sets");
-  // auto runs its candidates at the scenario's segment size too.
-  if (scenario.segment_given &&
-      std::none_of(plan.runs.begin(), plan.runs.end(), [](const PlannedRun& r) {
-        return r.instance->segmented() || r.scheme == "auto";
-      })) {
-    throw ConfigError("/segment_bytes", "applies to schemes that pipeline in segments, and none "
-                                        "of this scenario's does");
+  for (const SchemeField& field : scheme_fields()) {
+    if (!given(field.pointer) ||
+        std::any_of(plan.runs.begin(), plan.runs.end(), [&](const PlannedRun& r) {
+          return field.reads(find_scheme(r.scheme), *r.instance);
+        })) {
+      continue;
+    }
+    throw ConfigError(std::string(field.pointer),
+                      "applies to the schemes " + std::string(field.readers) + " (" +
+                          scheme_readers(field) + "), which this scenario does not run");
   }
   if (plan.runs.empty() && !scenario.workers.empty()) {
     throw ConfigError("/collective", "no scheme here provides \"" +

@@ -130,6 +130,30 @@ const std::vector<SchemeEntry>& scheme_registry() {
   return registry;
 }
 
+const std::vector<SchemeField>& scheme_fields() {
+  static const std::vector<SchemeField> fields = {
+      // auto runs its candidates at the scenario's segment size too.
+      {"/segment_bytes", "--segment", "that pipeline in segments",
+       [](const SchemeEntry& e, const Scheme& s) { return s.segmented() || e.name == "auto"; }},
+      {"/ps/servers", "--servers", "whose servers it counts",
+       [](const SchemeEntry& e, const Scheme&) { return e.reads_ps_servers; }},
+      {"/hierarchical/inter", "", "whose algorithm across nodes it sets",
+       [](const SchemeEntry& e, const Scheme&) { return e.reads_hierarchical_inter; }},
+  };
+  return fields;
+}
+
+std::string scheme_readers(const SchemeField& field) {
+  std::string readers;
+  for (const SchemeEntry& e : scheme_registry()) {
+    if (e.baseline) continue;
+    SchemeOptions probe;
+    probe.workers = 4;
+    if (field.reads(e, *e.make(probe))) readers += (readers.empty() ? "" : ", ") + e.name;
+  }
+  return readers;
+}
+
 std::vector<std::string> portable_scheme_names() {
   std::vector<std::string> names;
   for (const SchemeEntry& e : scheme_registry()) {

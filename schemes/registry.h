@@ -62,4 +62,18 @@ const SchemeEntry& find_scheme(std::string_view label, const std::string& field 
 std::unique_ptr<Scheme> make_scheme(std::string_view label, const SchemeOptions& options,
                                     const std::string& field = "scheme");
 
+// A field of a scenario that only some schemes read: a run of none of them
+// refuses it (runner/plan.cpp), and `gradex list` names its readers.
+struct SchemeField {
+  std::string_view pointer;  // in a scenario: "/segment_bytes"
+  std::string_view flag;     // its flag: "--segment"
+  std::string_view readers;  // the schemes that read it, described
+  // Whether the scheme of `entry`, made as `instance`, reads it.
+  bool (*reads)(const SchemeEntry& entry, const Scheme& instance);
+};
+const std::vector<SchemeField>& scheme_fields();
+// The registered portable schemes that read `field`, in registry order,
+// comma-separated (each made with 4 workers to ask).
+std::string scheme_readers(const SchemeField& field);
+
 }  // namespace gradex

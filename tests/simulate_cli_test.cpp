@@ -210,7 +210,10 @@ TEST(SimulateCommand, FieldsThatDoNotApplyAreRefused) {
   // A segment size where nothing pipelines in segments; auto's candidates do.
   std::tie(code, out) = simulate(dir, "-n 4 -s ps,halving_doubling -b 1KiB --segment 64KiB --no-output");
   EXPECT_EQ(code, 2) << out;
-  EXPECT_NE(out.find("--segment: applies to schemes that pipeline in segments"), std::string::npos) << out;
+  EXPECT_NE(out.find("--segment: applies to the schemes that pipeline in segments (ring, rail_rings, "
+                     "tree"),
+            std::string::npos)
+      << out;
   for (const char* fine : {"ps_pipelined", "ps,tree", "auto"}) {
     std::tie(code, out) = simulate(dir, std::string("-n 4 -s ") + fine + " -b 1KiB --segment 64KiB --no-output");
     EXPECT_EQ(code, 0) << fine << ": " << out;
