@@ -89,15 +89,15 @@ using Peers = std::array<int, 3>;
 
 // What a rank does with one unit (a segment of one half-block) in one of
 // its roles:
-//   unprompted: needs nothing; sends to `to` at once (a reduce-scatter's
-//               leaf passing its own copy on; an all-gather's owner
-//               spreading its own).
-//   sink:       ends here; receives from `from`, one after the other (a
-//               reduce-scatter's owner combining its own; an all-gather's
-//               leaf).
+//   unprompted: needs nothing; sends to `to` (a reduce-scatter's leaf
+//               passing its own copy on; an all-gather's owner spreading
+//               its own).
+//   sink:       a reduce-scatter's owner combining its own: receives from
+//               `from`, one after the other.
 //   upward:     toward the root: received from children, sent to the
 //               parent.
-//   downward:   toward the leaves: sent to children.
+//   downward:   toward the leaves: sent to children (an all-gather's leaf
+//               has none: what it receives from its parent ends there).
 // A reduce-scatter's unit has one role at a rank. An all-gather's unit
 // that comes from a child goes up to the parent and down to the other
 // child: two roles, the downward one taking the data the upward one
@@ -118,19 +118,57 @@ int count(const Peers& p) { return (p[0] >= 0) + (p[1] >= 0) + (p[2] >= 0); }
 
 Peers only(int peer) { return {peer, -1, -1}; }
 
-// How far up from r the owner's branch meets r's in tree t: 0 when the
-// owner is below r, k when r's k-th ancestor is the first above it.
-int meeting_level(int n, int t, int r, int owner) {
-  int level = 0;
-  for (int up = r; !double_tree_below(n, t, up, owner); up = double_tree(n, up, t).parent) ++level;
+// Rank r's neighbours in tree t and its ancestors, nearest first: what
+// each of r's steps looks up, found once (a rank takes a step for every
+// unit of every stream it drives).
+struct Place {
+  int n = 0;
+  int t = 0;
+  int r = 0;
+  TreeLinks links;
+  std::vector<int> ancestors;
+};
+
+Place place_of(int n, int t, int r) {
+  Place p{n, t, r, double_tree(n, r, t), {}};
+  for (int up = p.links.parent; up >= 0; up = double_tree(n, up, t).parent) p.ancestors.push_back(up);
+  return p;
+}
+
+TreeRoute route_via(const TreeLinks& links, int n, int which, int rank, int owner) {
+  TreeRoute route;
+  if (owner != rank) {
+    route.toward = links.parent;
+    for (int c : links.children) {
+      if (c >= 0 && double_tree_below(n, which, c, owner)) route.toward = c;
+    }
+  }
+  int k = 0;
+  for (int neighbour : {links.parent, links.children[0], links.children[1]}) {
+    if (neighbour >= 0 && neighbour != route.toward) route.away[static_cast<std::size_t>(k++)] = neighbour;
+  }
+  return route;
+}
+
+// How far up from r the owner's branch meets r's: 0 when the owner is
+// below r, k when r's k-th ancestor is the first above it.
+int meeting_level(const Place& p, int owner) {
+  if (double_tree_below(p.n, p.t, p.r, owner)) return 0;
+  int level = 1;
+  for (int up : p.ancestors) {
+    if (double_tree_below(p.n, p.t, up, owner)) return level;
+    ++level;
+  }
+  GRADEX_ENFORCE(false, "rank ", owner, " is not in tree ", p.t, " over ", p.n, " ranks");
   return level;
 }
 
-// Rank r's step for a half-block owned by `owner` in tree t, in `role`
-// (an all-gather's downward role: at `level`).
-Step step_of(Collective c, int n, int t, int r, int owner, Role role, int level) {
-  const TreeRoute route = tree_route(n, t, r, owner);
-  const int parent = double_tree(n, r, t).parent;
+// Rank r's step (at its place) for a half-block owned by `owner`, in
+// `role` (an all-gather's downward role: at `level`).
+Step step_of(Collective c, const Place& place, int owner, Role role, int level) {
+  const int n = place.n;
+  const TreeRoute route = route_via(place.links, n, place.t, place.r, owner);
+  const int parent = place.links.parent;
   Step s;
   if (c == Collective::reduce_scatter) {
     // Sums flow toward the owner: in from every farther neighbour.
@@ -159,18 +197,17 @@ Step step_of(Collective c, int n, int t, int r, int owner, Role role, int level)
   }
   const bool from_parent = route.toward == parent;
   switch (role) {
-    case Role::sink:
-      s.present = from_parent && count(children) == 0;
-      s.from = only(route.toward);
-      break;
     case Role::upward:
       s.present = !from_parent;
       s.from = only(route.toward);
       if (parent >= 0) s.to = only(parent);
       break;
     case Role::downward:
-      s.present = count(children) > 0 &&
-                  (from_parent ? meeting_level(n, t, r, owner) : 0) == level;
+      // From the parent at the level the branches meet (a leaf too, with
+      // no children to pass it to: what it takes from its parent arrives
+      // in the order its parent's streams send it); from a child, on to
+      // the other child if there is one.
+      s.present = from_parent ? meeting_level(place, owner) == level : count(children) > 0 && level == 0;
       if (from_parent) {
         s.from = only(route.toward);
       } else {
@@ -178,6 +215,7 @@ Step step_of(Collective c, int n, int t, int r, int owner, Role role, int level)
       }
       s.to = children;
       break;
+    case Role::sink:  // an all-gather ends at leaves in their downward streams
     case Role::unprompted: break;
   }
   return s;
@@ -186,8 +224,8 @@ Step step_of(Collective c, int n, int t, int r, int owner, Role role, int level)
 // One rank's part in the collective.
 //
 // Units in one order on every rank: (block, segment, tree), empty segments
-// skipped. The unprompted ones leave first, all at once; sinks are taken
-// last (an all-gather's receives for them are posted first). The rest
+// skipped. The unprompted ones leave in that order, a window of them open
+// per lane (see Lane); a reduce-scatter's sinks are taken last. The rest
 // form streams, each handled in that order: per tree one upward stream,
 // and downward one stream (reduce-scatter) or one per level (all-gather:
 // level k + 1 here is level k at the parent, and level 1 the parent's
@@ -201,46 +239,57 @@ Step step_of(Collective c, int n, int t, int r, int owner, Role role, int level)
 // half-blocks from the parent, which come from far, would hold back
 // those from the other child, ready long before (23% against 36% above
 // the model at 512 ranks, results/README.md, sim_collectives).
-// There is no cycle, and a rank never waits for a send alone (sends are
-// reaped as they complete, alongside the receives), so nobody waits
-// forever.
+// There is no cycle: a unit keeps its place in the order all along its
+// path, every rank takes each stream's units in that order, and a rank
+// waits on a send only alongside its receives (sends are reaped as they
+// complete), or, with no receive left, on its oldest unprompted send,
+// which its receiver takes in order; nobody waits forever. Sends to a
+// unit's owner are kept apart (a reduce-scatter's owner takes its own
+// block last).
 //
 // A rank drives its streams at once, taking whichever stream's
 // message lands first (Comm::wait_any): while it waits for its parent's
 // sums it keeps passing its subtree's upward. Each stream posts its first
 // receives kUnitsAhead units ahead. A reduce-scatter's second (and third)
 // receive of a unit into the same memory is posted once the first has
-// landed: never two reductions into one place at once.
+// landed: never two reductions into one place at once. What a rank holds
+// open so does not grow with the number of ranks (the unprompted sends
+// of a reduce-scatter's leaf, one per other block, once were all posted
+// at once, and an all-gather's leaf's receives too).
 class TreeBlocks {
  public:
   static constexpr std::size_t kUnitsAhead = kSegmentsAhead;
+  // A lane's bytes in flight: NCCL's buffer per connection (NCCL_BUFFSIZE,
+  // 4 MiB by default, NCCL's environment variables documentation).
+  static constexpr std::size_t kLaneBytes = std::size_t{4} << 20;
 
   TreeBlocks(Comm& comm, Collective c, Tensor data, ReduceOp op, std::size_t segment_bytes)
       : comm_(comm), c_(c), op_(op), n_(comm.size()), r_(comm.rank()),
         halves_{data, BlockSplit{data.count, static_cast<std::size_t>(n_)}},
         seg_((halves_.blocks.size(0) + 1) / 2, segment_bytes, data.dtype) {
     for (int t = 0; t < 2; ++t) {
+      places_[t] = place_of(n_, t, r_);
       upward_[t] = streams_.size();
       streams_.push_back(stream(t, Role::upward, 0));
       // An all-gather's downward units come at levels 0 to this rank's
       // depth; a reduce-scatter's are one stream.
-      int depth = 0;
-      if (c == Collective::all_gather) {
-        for (int up = double_tree(n_, r_, t).parent; up >= 0; up = double_tree(n_, up, t).parent) ++depth;
+      const std::size_t depth = c == Collective::all_gather ? places_[t].ancestors.size() : 0;
+      for (std::size_t level = 0; level <= depth; ++level) {
+        streams_.push_back(stream(t, Role::downward, static_cast<int>(level)));
       }
-      for (int level = 0; level <= depth; ++level) streams_.push_back(stream(t, Role::downward, level));
     }
   }
 
   void run() {
-    for (Unit u = first(); u.b < n_; u = next(u)) {
-      const Step go = step(u, Role::unprompted);
-      for (int to : go.to) {
-        if (to >= 0) up_front_.push_back(comm_.isend(to, u.s.data, u.s.bytes(), tag_of(u)));
-      }
-      const Step end = step(u, Role::sink);
-      if (end.present && c_ == Collective::all_gather) {
-        up_front_.push_back(comm_.irecv(end.from[0], u.s.data, u.s.bytes(), tag_of(u)));
+    for (int t = 0; t < 2; ++t) {
+      const TreeLinks& links = places_[t].links;
+      for (int to : {links.parent, links.children[0], links.children[1]}) {
+        if (to < 0) continue;
+        for (bool upward : {true, false}) {
+          Lane lane{t, to, upward, {}, {}};
+          lane.next = next_in(lane, first(), /*inclusive=*/true);
+          if (lane.next.b < n_) lanes_.push_back(std::move(lane));
+        }
       }
     }
     for (Stream& st : streams_) {
@@ -250,7 +299,8 @@ class TreeBlocks {
     }
     drive();
     if (c_ == Collective::reduce_scatter) {
-      for (Unit u = first(); u.b < n_; u = next(u)) {
+      // This rank's own block, the one unit sinks of a reduce-scatter.
+      for (Unit u = first(r_); u.b == r_; u = next(u)) {
         const Step end = step(u, Role::sink);
         for (int from : end.from) {
           if (from < 0) continue;
@@ -259,8 +309,11 @@ class TreeBlocks {
         }
       }
     }
-    for (Request& s : sends_) comm_.wait(s);
-    comm_.wait_all(up_front_);
+    for (Request& s : sends_.open) comm_.wait(s);
+    for (Lane& lane : lanes_) {
+      for (Request& s : lane.sent.open) comm_.wait(s);
+    }
+    comm_.wait_all(to_owners_);
   }
 
  private:
@@ -271,6 +324,39 @@ class TreeBlocks {
     int t = 0;
     Tensor s;
     bool before(const Unit& o) const { return b != o.b ? b < o.b : j != o.j ? j < o.j : t < o.t; }
+  };
+
+  // Sends open, oldest first, and their bytes.
+  struct Sends {
+    std::deque<Request> open;
+    std::deque<std::size_t> bytes;
+    std::size_t open_bytes = 0;
+    void push(Request r, std::size_t b) {
+      open.push_back(std::move(r));
+      bytes.push_back(b);
+      open_bytes += b;
+    }
+    void pop() {
+      open.pop_front();
+      open_bytes -= bytes.front();
+      bytes.pop_front();
+    }
+  };
+
+  // The unprompted units of one tree this rank sends to one neighbour
+  // that takes them in one of its streams (upward or not), in order. A
+  // send completes once that stream has taken it, and a lane keeps at
+  // least kUnitsAhead of them open, and up to kLaneBytes: what it has in
+  // flight must cover the link's latency, or the stream it feeds stalls a
+  // latency every window (small segments on a slow link: 4 KiB on 10 GB/s
+  // with 5 us took 1.4x as long with 8 open). One window for all would
+  // wait on a unit of a stream far behind while another stream starved.
+  struct Lane {
+    int t = 0;
+    int to = -1;
+    bool upward = false;
+    Unit next;  // the next unit to send
+    Sends sent;
   };
 
   // The units of one tree in one role (and level), in order.
@@ -295,7 +381,7 @@ class TreeBlocks {
   }
 
   Step step(const Unit& u, Role role, int level = 0) const {
-    return step_of(c_, n_, u.t, r_, u.b, role, level);
+    return step_of(c_, places_[u.t], u.b, role, level);
   }
 
   Unit at(int b, std::size_t j, int t) const {
@@ -303,8 +389,9 @@ class TreeBlocks {
     if (b < n_) u.s = seg_.of(halves_.of(b, t), j);
     return u;
   }
-  Unit first() const {
-    const Unit u = at(0, 0, 0);
+  // The first unit of block b on (all of them, from block 0).
+  Unit first(int b = 0) const {
+    const Unit u = at(b, 0, 0);
     return u.s.count ? u : next(u);
   }
   Unit next(const Unit& u) const {
@@ -328,6 +415,46 @@ class TreeBlocks {
 
   static Tag tag_of(const Unit& u) { return block_tag(u.b, u.t); }
 
+  // Whether `to`, taking u from this rank, handles it in its upward
+  // stream (a reduce-scatter's sum going on to its parent; an all-gather's
+  // copy from a child) rather than a downward one (or as its sink).
+  // (At `to` the owner lies toward its parent unless in its subtree.)
+  bool taken_upward(const Unit& u, int to) const {
+    const bool below = double_tree_below(n_, u.t, to, u.b);
+    return c_ == Collective::reduce_scatter ? !below : below;
+  }
+
+  // The first unit of `lane` from u on (inclusive) or after it.
+  Unit next_in(const Lane& lane, Unit u, bool inclusive) const {
+    if (!inclusive) u = next(u);
+    while (u.b < n_) {
+      if (u.t == lane.t) {
+        const Step go = step(u, Role::unprompted);
+        if (go.present && std::find(go.to.begin(), go.to.end(), lane.to) != go.to.end() &&
+            taken_upward(u, lane.to) == lane.upward) {
+          return u;
+        }
+      }
+      u = next(u);
+    }
+    return u;
+  }
+
+  // Sends each lane's units on, until kUnitsAhead of its sends are open
+  // (those to an owner aside: see send()).
+  void post_unprompted() {
+    for (Lane& lane : lanes_) {
+      while (lane.next.b < n_ &&
+             (lane.sent.open.size() < kUnitsAhead || lane.sent.open_bytes < kLaneBytes)) {
+        send(lane.to, lane.next, lane.sent);
+        lane.next = next_in(lane, lane.next, /*inclusive=*/false);
+      }
+    }
+  }
+  bool unprompted_posted() const {
+    return std::all_of(lanes_.begin(), lanes_.end(), [&](const Lane& l) { return l.next.b >= n_; });
+  }
+
   Request receive(int from, const Unit& u) {
     if (c_ == Collective::reduce_scatter) return comm_.irecv_reduce(from, u.s, op_, tag_of(u));
     return comm_.irecv(from, u.s.data, u.s.bytes(), tag_of(u));
@@ -350,6 +477,7 @@ class TreeBlocks {
   void drive() {
     for (Stream& st : streams_) start(st);
     std::vector<Stream*> owners;
+    std::vector<Sends*> reaped;
     std::vector<Request> pending;
     while (true) {
       bool moved = true;
@@ -373,27 +501,36 @@ class TreeBlocks {
         owners.push_back(&st);
         pending.push_back(std::move(st.k == 0 ? st.firsts.front() : st.more));
       }
-      if (owners.empty()) {
+      post_unprompted();
+      if (owners.empty() && unprompted_posted()) {
         for (Stream& st : streams_) {
           GRADEX_ENFORCE(st.head.b >= n_, "a tree block stream is stuck at block ", st.head.b);
         }
         return;
       }
-      // The oldest send is reaped whenever it completes, never waited for
-      // alone: a rank blocked on a send could hold up the receives its
-      // receiver needs first.
-      const bool reap = !sends_.empty();
-      if (reap) pending.push_back(std::move(sends_.front()));
+      // The oldest send of the streams' and of each lane is reaped
+      // whenever it completes, alongside the receives: a rank blocked on a
+      // send could hold up the receives its receiver needs first. (With no
+      // receive left it waits for its lanes' sends alone: their receivers
+      // take them in order.)
+      reaped.clear();
+      if (!sends_.open.empty()) reaped.push_back(&sends_);
+      for (Lane& lane : lanes_) {
+        if (!lane.sent.open.empty()) reaped.push_back(&lane.sent);
+      }
+      for (Sends* open : reaped) pending.push_back(std::move(open->open.front()));
       const std::size_t done = comm_.wait_any(pending);
       for (std::size_t i = 0; i < owners.size(); ++i) {
         if (i != done) (owners[i]->k == 0 ? owners[i]->firsts.front() : owners[i]->more) = std::move(pending[i]);
       }
-      if (reap && done == owners.size()) {
-        sends_.pop_front();
-        continue;
+      for (std::size_t i = 0; i < reaped.size(); ++i) {
+        if (owners.size() + i == done) {
+          reaped[i]->pop();
+        } else {
+          reaped[i]->open.front() = std::move(pending[owners.size() + i]);
+        }
       }
-      if (reap) sends_.front() = std::move(pending.back());
-      landed(*owners[done]);
+      if (done < owners.size()) landed(*owners[done]);
     }
   }
 
@@ -417,21 +554,22 @@ class TreeBlocks {
   // Sends st's head on and moves to its next unit.
   void finish(Stream& st) {
     for (int to : st.now.to) {
-      if (to >= 0) send(to, st.head);
+      if (to >= 0) send(to, st.head, sends_);
     }
     st.head = next_in(st, st.head, /*inclusive=*/false);
     start(st);
     if (st.posted.b < n_) post_first(st);
   }
 
-  void send(int to, const Unit& u) {
-    // To the owner: a sink there, taken at its end; kept apart so that
-    // the sends reaped oldest first are not held up behind it.
+  // Sends u to `to`, its request kept in `open`; or, to the owner, apart:
+  // a reduce-scatter's owner takes its own block at its end, and the sends
+  // reaped oldest first must not be held up behind one to it.
+  void send(int to, const Unit& u, Sends& open) {
     Request out = comm_.isend(to, u.s.data, u.s.bytes(), tag_of(u));
     if (to == u.b) {
-      up_front_.push_back(std::move(out));
+      to_owners_.push_back(std::move(out));
     } else {
-      sends_.push_back(std::move(out));
+      open.push(std::move(out), u.s.bytes());
     }
   }
 
@@ -444,8 +582,10 @@ class TreeBlocks {
   Segmentation seg_;
   std::vector<Stream> streams_;
   std::size_t upward_[2] = {0, 0};  // each tree's upward stream
-  std::deque<Request> sends_;
-  std::vector<Request> up_front_;
+  Place places_[2];                 // this rank's place in each tree
+  Sends sends_;                           // the streams' sends
+  std::vector<Lane> lanes_;               // the unprompted units' sends
+  std::vector<Request> to_owners_;        // sends to a unit's owner
 };
 
 void check_collective(Collective c) {
@@ -465,19 +605,7 @@ bool double_tree_below(int n, int which, int top, int rank) {
 }
 
 TreeRoute tree_route(int n, int which, int rank, int owner) {
-  const TreeLinks links = double_tree(n, rank, which);
-  TreeRoute route;
-  if (owner != rank) {
-    route.toward = links.parent;
-    for (int c : links.children) {
-      if (c >= 0 && double_tree_below(n, which, c, owner)) route.toward = c;
-    }
-  }
-  int k = 0;
-  for (int neighbour : {links.parent, links.children[0], links.children[1]}) {
-    if (neighbour >= 0 && neighbour != route.toward) route.away[static_cast<std::size_t>(k++)] = neighbour;
-  }
-  return route;
+  return route_via(double_tree(n, rank, which), n, which, rank, owner);
 }
 
 void tree_block_collective(Comm& comm, Collective c, Tensor data, ReduceOp op,

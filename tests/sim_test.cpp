@@ -382,6 +382,53 @@ TEST(SimScale, TreeHoldsAsManyRequestsForAnyNumberOfSegments) {
   EXPECT_GT(many.seconds, 10 * few.seconds);
 }
 
+// The double tree's reduce-scatter and all-gather keep a window of units
+// open per stream and per neighbour (allreduce/tree_blocks.cpp): what a
+// rank holds open grows with its streams, one per level of its depth in
+// an all-gather (log n), not with the number of ranks. Posted at once, a
+// reduce-scatter's leaf sent every other rank's block at the start and an
+// all-gather's leaf posted a receive for each: per rank 6.7x (reduce-
+// scatter) and 5.9x more at 512 ranks than at 64. Windowed: 1.2x and 1.8x.
+TEST(SimScale, TreeBlockCollectivesHoldPerRankAsManyRequestsForAnyWorldSize) {
+  for (Collective c : {Collective::reduce_scatter, Collective::all_gather}) {
+    const auto per_rank = [c](int n) {
+      SchemeOptions o;
+      o.workers = n;
+      o.segment_bytes = std::size_t{1} << 20;
+      auto tree = make_scheme("tree", o);
+      SimRequest req;
+      req.collective = c;
+      // 1 MiB halves of f32, one segment each: a lane's window is 8 of
+      // them (its bytes' bound, 4 MiB, holds 4).
+      req.count = static_cast<std::size_t>(n) * (std::size_t{1} << 19);
+      req.topology = flat(n, 10 * kGB, 1e-6);
+      const SimResult r = simulate_allreduce(*tree, req);
+      EXPECT_GT(r.seconds, 0) << collective_name(c);
+      return static_cast<double>(r.stats.peak_operations) / n;
+    };
+    const double few = per_rank(64);
+    const double many = per_rank(512);
+    EXPECT_GT(few, 8) << collective_name(c);
+    EXPECT_LE(many, 2 * few) << collective_name(c) << ": " << few << " per rank at 64 ranks";
+  }
+}
+
+// The simulator's ranks keep their emptied (peer, tag) queues for the next
+// message, but no more than a bound of them: a scheme with a tag per block
+// would otherwise keep O(n) queues on every rank.
+TEST(SimMatcher, KeepsABoundedNumberOfEmptiedQueues) {
+  transport::Matcher<int, int, /*KeepEmptyQueues=*/true> matcher;
+  for (int tag = 0; tag < 10000; ++tag) {
+    EXPECT_FALSE(matcher.post_receive(1, static_cast<Tag>(tag), tag).has_value());
+    const auto taken = matcher.post_arrival(1, static_cast<Tag>(tag), -tag);
+    ASSERT_TRUE(taken.has_value());
+    EXPECT_EQ(*taken, tag);
+  }
+  EXPECT_EQ(matcher.receives(), 0u);
+  EXPECT_EQ(matcher.arrivals(), 0u);
+  EXPECT_LE(matcher.kept_queues(), 2 * 64u);
+}
+
 // ---- symmetric subsets -------------------------------------------------------
 
 // Each row of `scenario` simulated on every rank, and the same rows with

@@ -157,11 +157,13 @@ class Fifo {
 //
 // With `KeepEmptyQueues` a (peer, tag) queue that empties is kept for the
 // next message instead of erased, which saves a map node and a queue's
-// buffer per message. Only for endpoints that use a bounded set of
-// (peer, tag) pairs over and over (the simulator's ranks): the kept queues
-// are never freed before the Matcher is. Since they stay put, the queue
-// last used on each side is remembered and found again without walking
-// the map (a ring's rank hears from one peer on one tag at a time).
+// buffer per message: for endpoints that use a few (peer, tag) pairs over
+// and over (the simulator's ranks). Past kKeptQueues queues on a side
+// an emptied one is erased after all, so that a scheme with a tag per
+// block (the tree's block collectives, which use each of O(n) pairs once)
+// keeps no more than that. The queue last used on each side is
+// remembered and found again without walking the map (a ring's rank hears
+// from one peer on one tag at a time).
 template <class Receive, class Arrival, bool KeepEmptyQueues = false>
 class Matcher {
  public:
@@ -208,6 +210,8 @@ class Matcher {
   const Fifo<Receive>* last_receive_queue() const { return last_receives_.queue; }
 
   std::size_t receives() const { return count(receives_); }
+  // The (peer, tag) queues held on both sides, empty ones included.
+  std::size_t kept_queues() const { return receives_.size() + arrivals_.size(); }
   std::size_t arrivals() const { return count(arrivals_); }
   // "; 2 receive(s) posted, 1 message(s) waiting for theirs", for the text
   // of a wait that timed out.
@@ -218,6 +222,7 @@ class Matcher {
 
  private:
   using Key = std::pair<int, Tag>;
+  static constexpr std::size_t kKeptQueues = 64;
   // The queue last found on one side and its key (KeepEmptyQueues only).
   template <class T>
   struct Last {
@@ -248,6 +253,10 @@ class Matcher {
       if (q == nullptr || q->empty()) return std::nullopt;
       std::optional<T> front(std::move(q->front()));
       q->pop_front();
+      if (q->empty() && queues.size() > kKeptQueues) {
+        queues.erase(key);
+        last = {};
+      }
       return front;
     } else {
       auto it = queues.find(key);
