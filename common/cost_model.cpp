@@ -17,80 +17,25 @@ PortId port_to(const Topology& topology, int endpoint, int peer) {
 
 namespace {
 
-// Calls each(flow, seconds) with the time the bytes on the busier of the
-// flow's two ports take (and, across the spine, on its leaf's uplink or
-// downlink): flows that share a port take turns on it. The flows are
-// visited twice, in the same order: once to count each port's bytes, once
-// to time each flow.
-template <typename Each>
-void port_times(const Topology& topology, const FlowSource& flows, Each each) {
-  // Bytes on the wire per port: an endpoint's intra port at its index, a
-  // NIC (an endpoint's, or its node's) after them.
-  const std::size_t e = static_cast<std::size_t>(topology.endpoints());
-  const auto slot = [&](const PortId& p) { return (p.inter ? e : 0) + static_cast<std::size_t>(p.owner); };
-  std::vector<double> egress(2 * e, 0.0), ingress(2 * e, 0.0);
-  // With a second tier: bytes through each leaf's uplink and downlink.
-  const std::vector<double> leaf_rate = topology.leaf_rates();
-  std::vector<double> up(leaf_rate.size(), 0.0), down(leaf_rate.size(), 0.0);
-  flows([&](const Flow& f) {
-    if (f.src == f.dst) return;
-    const double wire = topology.link(f.src, f.dst).wire_bytes(f.bytes);
-    egress[slot(port_to(topology, f.src, f.dst))] += wire;
-    ingress[slot(port_to(topology, f.dst, f.src))] += wire;
-    if (!topology.crosses_spine(f.src, f.dst)) return;
-    if (const int l = topology.leaf_of(f.src); l >= 0) up[static_cast<std::size_t>(l)] += wire;
-    if (const int l = topology.leaf_of(f.dst); l >= 0) down[static_cast<std::size_t>(l)] += wire;
-  });
-  flows([&](const Flow& f) {
-    if (f.src == f.dst) return;
-    if (topology.link(f.src, f.dst).unlimited()) {
-      each(f, 0.0);
-      return;
-    }
-    // Each port at its own rate (a switch's port and a GPU's differ).
-    double serialise = std::max(
-        egress[slot(port_to(topology, f.src, f.dst))] / topology.port_rate(f.src, f.dst),
-        ingress[slot(port_to(topology, f.dst, f.src))] / topology.port_rate(f.dst, f.src));
-    if (topology.crosses_spine(f.src, f.dst)) {
-      if (const int l = topology.leaf_of(f.src); l >= 0) {
-        serialise = std::max(serialise, up[static_cast<std::size_t>(l)] / leaf_rate[static_cast<std::size_t>(l)]);
-      }
-      if (const int l = topology.leaf_of(f.dst); l >= 0) {
-        serialise = std::max(serialise, down[static_cast<std::size_t>(l)] / leaf_rate[static_cast<std::size_t>(l)]);
-      }
-    }
-    each(f, serialise);
-  });
-}
-
-FlowSource each_of(const std::vector<Flow>& flows) {
-  return [&flows](const FlowVisitor& visit) {
+// The flows of a vector, by reference (rings_time finds a flow's index
+// from its address).
+auto each_of(const std::vector<Flow>& flows) {
+  return [&flows](const auto& visit) {
     for (const Flow& f : flows) visit(f);
   };
 }
 
-template <typename Each>
-void port_times(const Topology& topology, const std::vector<Flow>& flows, Each each) {
-  port_times(topology, each_of(flows), each);
-}
-
 }  // namespace
 
-double slowest_flow(const Topology& topology, const FlowSource& flows) {
-  double worst = 0;
-  port_times(topology, flows, [&](const Flow& f, double serialise) {
-    worst = std::max(worst, topology.link(f.src, f.dst).delay(f.bytes) + serialise);
-  });
-  return worst;
-}
-
 double slowest_flow(const Topology& topology, const std::vector<Flow>& flows) {
-  return slowest_flow(topology, each_of(flows));
+  return slowest_flow_of(topology, each_of(flows));
 }
 
 double busiest_port_time(const Topology& topology, const std::vector<Flow>& flows) {
   double worst = 0;
-  port_times(topology, flows, [&](const Flow&, double serialise) { worst = std::max(worst, serialise); });
+  detail::port_times(topology, each_of(flows), [&](const Flow&, double serialise) {
+    worst = std::max(worst, serialise);
+  });
   return worst;
 }
 
@@ -139,7 +84,7 @@ double rings_time(const Topology& topology, const std::vector<std::vector<int>>&
   std::vector<double> hop(step.size(), 0.0);
   double busiest = 0;
   double busiest_delay = 0;  // the latency after the busiest port's last transfer
-  port_times(topology, step, [&](const Flow& f, double serialise) {
+  detail::port_times(topology, each_of(step), [&](const Flow& f, double serialise) {
     const double delay = topology.link(f.src, f.dst).delay(f.bytes);
     hop[static_cast<std::size_t>(&f - step.data())] = delay + serialise;
     if (serialise > busiest) busiest_delay = 0;

@@ -164,7 +164,7 @@ double ParameterServerScheme::collective_model_time(Collective c, std::size_t by
   // on, in server then worker order, its bytes times `scale`. Generated,
   // not stored: n workers with a server each make n^2 of them.
   const auto exchanges = [&](bool push, int from, double scale) {
-    return [&, push, from, scale](const FlowVisitor& visit) {
+    return [&, push, from, scale](const auto& visit) {
       for (int k = from; k < layout_.servers(); ++k) {
         const KeyRange shard = layout_.shard(count, k);
         if (shard.count == 0) continue;
@@ -181,15 +181,15 @@ double ParameterServerScheme::collective_model_time(Collective c, std::size_t by
   };
   // With none (one worker hosting every server: all local) every term
   // below is 0.
-  const FlowSource pushes = exchanges(true, 0, 1.0), pulls = exchanges(false, 0, 1.0);
-  if (!pipelined_) return slowest_flow(topology, pushes) + slowest_flow(topology, pulls);
+  const auto pushes = exchanges(true, 0, 1.0), pulls = exchanges(false, 0, 1.0);
+  if (!pipelined_) return slowest_flow_of(topology, pushes) + slowest_flow_of(topology, pulls);
   // Push and pull overlap: each port's bytes in both phases pass once, and
   // the pipeline fills (every worker's first chunk in before any sum goes
   // out) or drains (the last chunk's sums out) by one chunk's share of the
   // lighter phase: pushes P and pulls Q through a port in C chunks take
   // max(P + Q / C, P / C + Q). An all-reduce's phases weigh the same; a
   // reduce-scatter's pulls and an all-gather's pushes are 1/n of the other.
-  const FlowSource both = [&](const FlowVisitor& visit) {
+  const auto both = [&](const auto& visit) {
     pushes(visit);
     pulls(visit);
   };
@@ -200,8 +200,8 @@ double ParameterServerScheme::collective_model_time(Collective c, std::size_t by
   double fill = 0;
   if (largest > 0) {
     const double share = std::min(1.0, static_cast<double>(chunk(DType::f32)) / largest);
-    fill = std::min(slowest_flow(topology, exchanges(true, first_pushed, share)),
-                    slowest_flow(topology, exchanges(false, first_pushed, share)));
+    fill = std::min(slowest_flow_of(topology, exchanges(true, first_pushed, share)),
+                    slowest_flow_of(topology, exchanges(false, first_pushed, share)));
   }
   // Hybrid's ring, with the keys split at the optimum, finishes with the
   // busiest port; but its 2 (n-1) steps each wait a latency (one of them
@@ -233,7 +233,7 @@ double ParameterServerScheme::collective_model_time(Collective c, std::size_t by
     }
     ring_latency = (steps / n) * lap + costliest;
   }
-  return slowest_flow(topology, both) + std::max(fill, ring_latency);
+  return slowest_flow_of(topology, both) + std::max(fill, ring_latency);
 }
 
 }  // namespace gradex
