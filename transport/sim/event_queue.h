@@ -94,8 +94,14 @@ class EventQueue {
                                   [](const Event& x, const Event& y) { return key(x) < key(y); }));
     for (const Event& e : refiling_) buckets_[bucket_of(key(e))].push_back(e);
     refiling_.clear();
-    std::sort(buckets_[0].begin(), buckets_[0].end(),
-              [](const Event& x, const Event& y) { return x.seq < y.seq; });
+    // Usually already in order (in a ring every instant's events were
+    // filed in posting order): checking costs one pass where sorting
+    // thousands of events costs a dozen (6% of a 1,024-rank ring's
+    // instructions went to sorting sorted instants).
+    const auto by_seq = [](const Event& x, const Event& y) { return x.seq < y.seq; };
+    if (!std::is_sorted(buckets_[0].begin(), buckets_[0].end(), by_seq)) {
+      std::sort(buckets_[0].begin(), buckets_[0].end(), by_seq);
+    }
   }
 
   std::array<std::vector<Event>, kBuckets> buckets_;
