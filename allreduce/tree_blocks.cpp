@@ -299,7 +299,7 @@ class TreeBlocks {
     }
     drive();
     if (c_ == Collective::reduce_scatter) {
-      // This rank's own block, the one unit sinks of a reduce-scatter.
+      // This rank's own block: a reduce-scatter's only sinks.
       for (Unit u = first(r_); u.b == r_; u = next(u)) {
         const Step end = step(u, Role::sink);
         for (int from : end.from) {
@@ -440,8 +440,9 @@ class TreeBlocks {
     return u;
   }
 
-  // Sends each lane's units on, until kUnitsAhead of its sends are open
-  // (those to an owner aside: see send()).
+  // Sends each lane's units on while fewer than kUnitsAhead of its sends,
+  // or fewer than kLaneBytes, are open (those to an owner aside: see
+  // send()).
   void post_unprompted() {
     for (Lane& lane : lanes_) {
       while (lane.next.b < n_ &&
