@@ -116,6 +116,9 @@ class Fifo {
   std::size_t size() const { return (has_front_ ? 1 : 0) + items_.size() - head_; }
   T& front() { return front_; }
   const T* front_if_any() const { return has_front_ ? &front_ : nullptr; }
+  // The entry behind the front, which becomes the front when it is taken
+  // (held apart from the queue, in memory a large simulation finds cold).
+  const T* second_if_any() const { return head_ < items_.size() ? &items_[head_] : nullptr; }
   void push_back(T item) {
     if (has_front_) {
       items_.push_back(std::move(item));
@@ -208,6 +211,9 @@ class Matcher {
   // only; else nullptr), whose front is the receive its endpoint waits for
   // next in a ring: what a simulator asks the cache for ahead of time.
   const Fifo<Receive>* last_receive_queue() const { return last_receives_.queue; }
+  // The same for messages that arrived before their receive: a receive
+  // that is posted looks there first.
+  const Fifo<Arrival>* last_arrival_queue() const { return last_arrivals_.queue; }
 
   std::size_t receives() const { return count(receives_); }
   // The (peer, tag) queues held on both sides, empty ones included.
@@ -274,10 +280,13 @@ class Matcher {
     return n;
   }
 
-  std::map<Key, Fifo<Receive>> receives_;
-  std::map<Key, Fifo<Arrival>> arrivals_;
+  // The remembered queues first: they are read at every message, the
+  // maps only when another queue is wanted, and a simulator's rank reads
+  // the matcher's first bytes on the cache lines of its own state.
   Last<Receive> last_receives_;
   Last<Arrival> last_arrivals_;
+  std::map<Key, Fifo<Receive>> receives_;
+  std::map<Key, Fifo<Arrival>> arrivals_;
 };
 
 // What a receive says of a message whose size is not the one it expects.

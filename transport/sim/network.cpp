@@ -85,6 +85,26 @@ int Network::route(int src, int dst, std::array<int, 4>& ports) const {
   return n;
 }
 
+void Network::prefetch_route(int src, int dst) const {
+  if (!limited(src, dst)) return;
+  std::array<int, 4> ports{};
+  const int n = route(src, dst, ports);
+  for (int i = 0; i < n; ++i) __builtin_prefetch(&ports_[static_cast<std::size_t>(ports[static_cast<std::size_t>(i)])]);
+}
+
+void Network::prefetch_flow(int flow, bool ports) const {
+  if (flow < 0 || static_cast<std::size_t>(flow) >= flows_.size()) return;
+  const Flow& f = flows_[static_cast<std::size_t>(flow)];
+  if (!ports) {
+    __builtin_prefetch(&f);
+    __builtin_prefetch(reinterpret_cast<const char*>(&f + 1) - 1);  // it may straddle two lines
+    return;
+  }
+  for (int i = 0; i < f.port_count && i < 4; ++i) {
+    __builtin_prefetch(&ports_[static_cast<std::size_t>(f.ports[static_cast<std::size_t>(i)])]);
+  }
+}
+
 std::int64_t Network::pair_key(int src, int dst) const {
   return static_cast<std::int64_t>(src) * topology_.endpoints() + dst;
 }

@@ -66,6 +66,12 @@ class Network {
   // world, which each refill would walk); its completion is scheduled now.
   void hand_over(int flow, std::size_t bytes, double now, const char* protocol = nullptr);
   int active_flows() const { return active_; }
+  // Ask the cache for what start(src, dst, ...) will touch (the ports on
+  // the route), and for what finishing `flow` will (its record and, once
+  // that has arrived, its ports): a simulator that knows its coming events
+  // asks ahead, since in a large world they are out of cache.
+  void prefetch_route(int src, int dst) const;
+  void prefetch_flow(int flow, bool ports) const;
 
  private:
   // One cache line, its first flows included: a message touches a port

@@ -71,7 +71,9 @@ struct Event {
   Kind kind = wake;
 };
 
-struct RankState {
+// Aligned: the fields read at every turn (down to the matcher's
+// remembered queues) then span three cache lines, not four or five.
+struct alignas(64) RankState {
   // What the scheduler reads of every rank it wakes first, together.
   bool blocked = false;
   const SimOp* waiting_on = nullptr;  // set while blocked
@@ -232,8 +234,15 @@ struct SimWorld::Impl {
   // Prefetches every line of `op` and its shared count: a rank reads it
   // when it waits and destroys it after.
   static void prefetch_op(const SimOp* op) {
-    const char* first = reinterpret_cast<const char*>(op) - 16;  // the count before it
-    for (std::size_t line = 0; line < sizeof(SimOp) + 16; line += 64) __builtin_prefetch(first + line);
+    prefetch_lines(reinterpret_cast<const char*>(op) - 16, sizeof(SimOp) + 16);  // the count before it
+  }
+  // Prefetches every cache line of [first, first + bytes).
+  static void prefetch_lines(const void* first, std::size_t bytes) {
+    const auto begin = reinterpret_cast<std::uintptr_t>(first) & ~std::uintptr_t{63};
+    const auto end = reinterpret_cast<std::uintptr_t>(first) + bytes;
+    for (std::uintptr_t line = begin; line < end; line += 64) {
+      __builtin_prefetch(reinterpret_cast<const void*>(line));
+    }
   }
   void complete(SimOp& op, std::string error) {
     op.finish(std::move(error));
@@ -385,9 +394,16 @@ SimWorld::Impl::Impl(int n, Topology topo, bool phantom_payloads)
       ranks(static_cast<std::size_t>(n)) {}
 
 void SimWorld::Impl::prefetch_ahead() const {
+  // Each stage reads only what the stage before it (further ahead) asked
+  // for, and asks for the next level down: a chain of reads that each
+  // miss would cost a miss apiece when the event comes, and a miss here
+  // if the stages were fewer.
   constexpr std::size_t kMessageAhead = 8;
-  constexpr std::size_t kRankAhead = 4;
-  constexpr std::size_t kQueueAhead = 2;
+  constexpr std::size_t kRankAhead = 6;
+  constexpr std::size_t kPeerAhead = 5;
+  constexpr std::size_t kQueueAhead = 4;
+  constexpr std::size_t kSlotAhead = 3;
+  constexpr std::size_t kOpAhead = 2;
   constexpr std::size_t kStackAhead = 1;
   // The message an event is about (a finished flow's is the one leaving),
   // and the rank it wakes: an arrival's receiver, a flow's sender.
@@ -401,13 +417,21 @@ void SimWorld::Impl::prefetch_ahead() const {
   const auto rank_of = [](const Event& e, const Message& m) {
     return static_cast<std::size_t>(e.kind == Event::arrival ? m.dst : m.src);
   };
+  // The receive queue of the peer an arrival's rank sends to next (it
+  // sends on the connection it sent on last, and the message is handed to
+  // the peer's oldest receive), or nullptr.
+  const auto peer_queue = [this](const RankState& r) {
+    return r.last_line_to < 0
+               ? nullptr
+               : ranks[static_cast<std::size_t>(r.last_line_to)].queues.last_receive_queue();
+  };
   if (const Event* e = events.due_ahead(kMessageAhead)) {
     if (const Message* m = message_of(*e)) __builtin_prefetch(m);
   }
   if (const Event* e = events.due_ahead(kRankAhead)) {
     if (const Message* m = message_of(*e)) {
       const std::size_t r = rank_of(*e, *m);
-      __builtin_prefetch(&ranks[r]);
+      prefetch_lines(&ranks[r], sizeof(RankState));
       __builtin_prefetch(comms[r].get());
       if (r < fibers.size()) __builtin_prefetch(fibers[r].get());
       // The operation it completes, every line of it: the rank reads it
@@ -416,21 +440,59 @@ void SimWorld::Impl::prefetch_ahead() const {
       if (const SimOp* op = e->kind == Event::arrival ? m->recv.get() : m->send.get()) {
         prefetch_op(op);
       }
+      if (e->kind == Event::flow_done) network.prefetch_flow(e->index, /*ports=*/false);
     }
   }
-  // A woken receiver next waits for the oldest receive it posted after
-  // this one (a ring posts them steps ahead): its queue, then the receive.
-  if (const Event* e = events.due_ahead(kQueueAhead); e != nullptr && e->kind == Event::arrival) {
-    const auto r = static_cast<std::size_t>(e->message->dst);
-    if (const auto* queue = ranks[r].queues.last_receive_queue()) __builtin_prefetch(queue);
+  if (const Event* e = events.due_ahead(kPeerAhead); e != nullptr) {
+    if (e->kind == Event::arrival) {
+      // A woken receiver next waits for the oldest receive it posted after
+      // this one (a ring posts them steps ahead), sends on its last
+      // connection to its peer, and posts a receive, which looks for an
+      // early message first.
+      const RankState& r = ranks[static_cast<std::size_t>(e->message->dst)];
+      if (const auto* queue = r.queues.last_receive_queue()) __builtin_prefetch(queue);
+      if (const auto* queue = r.queues.last_arrival_queue()) __builtin_prefetch(queue);
+      if (r.last_line != nullptr) __builtin_prefetch(r.last_line);
+      if (const SimOp* send = r.oldest_done_send()) prefetch_op(send);
+      if (r.last_line_to >= 0) {
+        prefetch_lines(&ranks[static_cast<std::size_t>(r.last_line_to)], sizeof(RankState));
+        network.prefetch_route(e->message->dst, r.last_line_to);
+      }
+    } else if (const Message* m = message_of(*e)) {
+      // A finished flow: its ports, its connection, and what its sender
+      // waits for (a send that completes wakes the sender, found still
+      // waiting, in a ring for a receive, or resumed).
+      network.prefetch_flow(e->index, /*ports=*/true);
+      if (m->line != nullptr) __builtin_prefetch(m->line);
+      if (const SimOp* op = ranks[static_cast<std::size_t>(m->src)].waiting_on) {
+        __builtin_prefetch(&op->done);
+      }
+    }
+  }
+  const auto arrival_ahead = [this](std::size_t ahead) -> const RankState* {
+    const Event* e = events.due_ahead(ahead);
+    if (e == nullptr || e->kind != Event::arrival) return nullptr;
+    return &ranks[static_cast<std::size_t>(e->message->dst)];
+  };
+  if (const RankState* r = arrival_ahead(kQueueAhead)) {
+    if (const auto* queue = peer_queue(*r)) __builtin_prefetch(queue);
+    if (const auto* queue = r->queues.last_receive_queue()) {
+      if (const OpPtr* next = queue->front_if_any()) prefetch_op(next->get());
+    }
+  }
+  if (const RankState* r = arrival_ahead(kSlotAhead)) {
+    if (const auto* queue = peer_queue(*r)) {
+      if (const OpPtr* next = queue->second_if_any()) __builtin_prefetch(next);
+    }
+  }
+  if (const RankState* r = arrival_ahead(kOpAhead)) {
+    if (const auto* queue = peer_queue(*r)) {
+      if (const OpPtr* next = queue->second_if_any()) prefetch_op(next->get());
+    }
   }
   if (const Event* e = events.due_ahead(kStackAhead); e != nullptr && e->kind == Event::arrival) {
     const auto r = static_cast<std::size_t>(e->message->dst);
     if (r < fibers.size()) fibers[r]->prefetch_stack();
-    if (const SimOp* send = ranks[r].oldest_done_send()) prefetch_op(send);
-    if (const auto* queue = ranks[r].queues.last_receive_queue()) {
-      if (const OpPtr* next = queue->front_if_any()) __builtin_prefetch(next->get());
-    }
   }
 }
 
