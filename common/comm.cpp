@@ -73,6 +73,11 @@ void Comm::wait(Request& request) {
   if (request.state_ == nullptr) return;
   auto state = std::move(request.state_);
   request.state_ = nullptr;
+  request_in_wait_ = &request;
+  struct Clear {
+    const Request*& in_wait;
+    ~Clear() { in_wait = nullptr; }
+  } clear{request_in_wait_};
   wait_state(*state);
   if (state->then) {
     const auto then = std::move(state->then);

@@ -174,10 +174,16 @@ class Comm {
     return std::move(request.state_);
   }
   void check_peer(int peer, const char* what) const;
+  // The request whose wait() is in progress (wait_state() then waits for
+  // its state), else nullptr: where a transport that fetches a rank's
+  // state ahead of its turn (the simulator's) learns where the scheme
+  // keeps its requests.
+  const Request* request_in_wait() const { return request_in_wait_; }
 
  private:
   Traffic traffic_;
   std::atomic<const char*> protocol_{nullptr};
+  const Request* request_in_wait_ = nullptr;
 };
 
 // A view of some endpoints of a parent group as a group of their own: rank i

@@ -117,6 +117,12 @@ struct alignas(64) RankState {
       return;
     }
   }
+  // Where the scheme keeps the send and the receive it last waited for
+  // (Comm::request_in_wait): one that keeps its requests in a queue (a
+  // ring's window) takes the next from beside it, and the one after that
+  // goes in a few places on, lines that are cold by the rank's next turn.
+  const void* send_slot = nullptr;
+  const void* receive_slot = nullptr;
   // Receives posted by this rank, and messages addressed to it that no
   // receive took yet. A rank talks to a few peers on a few tags again and
   // again, so emptied queues are kept for the next message.
@@ -343,6 +349,10 @@ class SimComm final : public Comm {
   }
   void wait_state(RequestState& state) override {
     auto& op = static_cast<SimOp&>(state);
+    if (const Request* slot = request_in_wait()) {
+      RankState& me = world_.ranks[static_cast<std::size_t>(rank_)];
+      (op.kind == OpKind::send ? me.send_slot : me.receive_slot) = slot;
+    }
     while (!op.finished()) world_.block(rank_, op);
     world_.ranks[static_cast<std::size_t>(rank_)].waited(&op);
     if (!op.error.empty()) throw InvariantError(op.error);
@@ -454,6 +464,11 @@ void SimWorld::Impl::prefetch_ahead() const {
       if (const auto* queue = r.queues.last_arrival_queue()) __builtin_prefetch(queue);
       if (r.last_line != nullptr) __builtin_prefetch(r.last_line);
       if (const SimOp* send = r.oldest_done_send()) prefetch_op(send);
+      // The requests it waited for, the next ones beside them, and where
+      // the ones it posts next go (a window of a few further on).
+      constexpr std::size_t kSlotBytes = 80;
+      if (r.receive_slot != nullptr) prefetch_lines(r.receive_slot, kSlotBytes);
+      if (r.send_slot != nullptr) prefetch_lines(r.send_slot, kSlotBytes);
       if (r.last_line_to >= 0) {
         prefetch_lines(&ranks[static_cast<std::size_t>(r.last_line_to)], sizeof(RankState));
         network.prefetch_route(e->message->dst, r.last_line_to);
