@@ -9,6 +9,23 @@
 
 namespace gradex {
 
+namespace {
+// Comm::request_in_wait for the length of one wait, then what it was.
+class InWait {
+ public:
+  InWait(const Request*& slot, const Request* request) : slot_(slot), before_(slot) {
+    slot_ = request;
+  }
+  ~InWait() { slot_ = before_; }
+  InWait(const InWait&) = delete;
+  InWait& operator=(const InWait&) = delete;
+
+ private:
+  const Request*& slot_;
+  const Request* before_;
+};
+}  // namespace
+
 Traffic& Traffic::operator+=(const Traffic& o) {
   bytes_sent += o.bytes_sent;
   bytes_received += o.bytes_received;
@@ -73,16 +90,17 @@ void Comm::wait(Request& request) {
   if (request.state_ == nullptr) return;
   auto state = std::move(request.state_);
   request.state_ = nullptr;
-  request_in_wait_ = &request;
-  struct Clear {
-    const Request*& in_wait;
-    ~Clear() { in_wait = nullptr; }
-  } clear{request_in_wait_};
+  const InWait in_wait(request_in_wait_, &request);
   wait_state(*state);
   if (state->then) {
     const auto then = std::move(state->then);
     (*then)();
   }
+}
+
+void Comm::wait_state_of(Comm& comm, RequestState& state) const {
+  const InWait in_wait(comm.request_in_wait_, request_in_wait_);
+  comm.wait_state(state);
 }
 
 void Comm::wait_all(std::span<Request> requests) {

@@ -166,7 +166,8 @@ class Comm {
   virtual std::size_t wait_any_state(std::span<RequestState* const> states) = 0;
   // For a Comm layered on another (SubComm): the parent's wait_state and
   // wait_any_state, and the state behind a request.
-  static void wait_state_of(Comm& comm, RequestState& state) { comm.wait_state(state); }
+  // The parent is told which request this group's wait() is in.
+  void wait_state_of(Comm& comm, RequestState& state) const;
   static std::size_t wait_any_state_of(Comm& comm, std::span<RequestState* const> states) {
     return comm.wait_any_state(states);
   }
