@@ -377,6 +377,10 @@ class UnfusedLoopback final : public Comm {
   int size() const override { return 1; }
   Clock& clock() override { return clock_; }
   std::chrono::milliseconds timeout() const override { return std::chrono::milliseconds(100); }
+  // The request the last wait_state() was told it waits for, and the one
+  // it would be told now (none outside a wait).
+  const Request* seen_in_wait = nullptr;
+  const Request* in_wait_now() const { return request_in_wait(); }
 
  protected:
   struct Op final : RequestState {
@@ -393,6 +397,7 @@ class UnfusedLoopback final : public Comm {
     return post(tag, nullptr, data, bytes, recvs_, sends_);
   }
   void wait_state(RequestState& state) override {
+    seen_in_wait = request_in_wait();
     if (!own(&state).done) throw TimeoutError("nothing matched");
   }
   std::size_t wait_any_state(std::span<RequestState* const> states) override {
@@ -488,6 +493,38 @@ TEST(SubGroups, ReduceOnceWhereTheirParentCannotFuseAReceiveWithItsReduction) {
   inner.wait(sent);
   EXPECT_EQ(mine, (std::vector<float>{21, 42, 63, 84}));
   EXPECT_THROW(inner.wait(pending[0]), TimeoutError);
+}
+
+// A transport learns which request a wait is in (the simulator fetches
+// where a scheme keeps its requests ahead of the rank's turn), through
+// sub-groups too, and only for the length of the wait.
+TEST(SubGroups, TellTheirParentWhichRequestAWaitIsIn) {
+  UnfusedLoopback root;
+  SubComm outer(root, {0}, 3);
+  SubComm inner(outer, {0}, 5);
+  const float sent_value = 1;
+  float received_value = 0;
+  Request received = root.irecv(0, &received_value, sizeof received_value, 9);
+  Request sent = root.isend(0, &sent_value, sizeof sent_value, 9);
+  root.wait(received);
+  EXPECT_EQ(root.seen_in_wait, &received);
+  root.wait(sent);
+  EXPECT_EQ(root.seen_in_wait, &sent);
+  EXPECT_EQ(root.in_wait_now(), nullptr);
+
+  received = inner.irecv(0, &received_value, sizeof received_value, 9);
+  sent = inner.isend(0, &sent_value, sizeof sent_value, 9);
+  inner.wait(sent);
+  EXPECT_EQ(root.seen_in_wait, &sent);
+  inner.wait(received);
+  EXPECT_EQ(root.seen_in_wait, &received);
+  EXPECT_EQ(root.in_wait_now(), nullptr);
+
+  // A wait that throws leaves none behind either.
+  Request unmatched = inner.irecv(0, &received_value, sizeof received_value, 10);
+  EXPECT_THROW(inner.wait(unmatched), TimeoutError);
+  EXPECT_EQ(root.seen_in_wait, &unmatched);
+  EXPECT_EQ(root.in_wait_now(), nullptr);
 }
 
 }  // namespace
