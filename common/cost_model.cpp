@@ -15,6 +15,25 @@ PortId port_to(const Topology& topology, int endpoint, int peer) {
   return {inter, inter && topology.nic_per_node ? topology.node_of.at(endpoint) : endpoint};
 }
 
+namespace detail {
+
+FlowEnds flow_ends_through_switches(const Topology& topology, int src, int dst) {
+  const std::size_t e = static_cast<std::size_t>(topology.endpoints());
+  const auto slot = [&](const PortId& p) { return (p.inter ? e : 0) + static_cast<std::size_t>(p.owner); };
+  FlowEnds ends{.link = &topology.link(src, dst),
+                .egress = slot(port_to(topology, src, dst)),
+                .ingress = slot(port_to(topology, dst, src)),
+                .egress_rate = topology.port_rate(src, dst),
+                .ingress_rate = topology.port_rate(dst, src)};
+  if (topology.crosses_spine(src, dst)) {
+    ends.up_leaf = topology.leaf_of(src);
+    ends.down_leaf = topology.leaf_of(dst);
+  }
+  return ends;
+}
+
+}  // namespace detail
+
 namespace {
 
 // The flows of a vector, by reference (rings_time finds a flow's index
@@ -33,7 +52,7 @@ double slowest_flow(const Topology& topology, const std::vector<Flow>& flows) {
 
 double busiest_port_time(const Topology& topology, const std::vector<Flow>& flows) {
   double worst = 0;
-  detail::port_times(topology, each_of(flows), [&](const Flow&, double serialise) {
+  detail::port_times(topology, each_of(flows), [&](const Flow&, const LinkSpec&, double serialise) {
     worst = std::max(worst, serialise);
   });
   return worst;
@@ -84,8 +103,8 @@ double rings_time(const Topology& topology, const std::vector<std::vector<int>>&
   std::vector<double> hop(step.size(), 0.0);
   double busiest = 0;
   double busiest_delay = 0;  // the latency after the busiest port's last transfer
-  detail::port_times(topology, each_of(step), [&](const Flow& f, double serialise) {
-    const double delay = topology.link(f.src, f.dst).delay(f.bytes);
+  detail::port_times(topology, each_of(step), [&](const Flow& f, const LinkSpec& link, double serialise) {
+    const double delay = link.delay(f.bytes);
     hop[static_cast<std::size_t>(&f - step.data())] = delay + serialise;
     if (serialise > busiest) busiest_delay = 0;
     if (serialise >= busiest) busiest_delay = std::max(busiest_delay, delay);

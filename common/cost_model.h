@@ -74,49 +74,91 @@ double binomial_reduce_bcast_time(int n, std::size_t bytes, const Topology& topo
 
 namespace detail {
 
-// Calls each(flow, seconds) with the time the bytes on the busier of the
-// flow's two ports take (and, across the spine, on its leaf's uplink or
-// downlink): flows that share a port take turns on it. The flows are
-// visited twice, in the same order: once to count each port's bytes, once
-// to time each flow.
+// What port_times reads of a flow's two ends, found once per pass: its
+// link, the slots of its egress and ingress ports (an endpoint's intra
+// port at its index, a NIC, an endpoint's or its node's, after them) and
+// their rates, and the leaves whose uplink and downlink it crosses (-1:
+// none). A PS's model resolves n^2 flows twice per protocol: without
+// reducing switches (every scheme but in_network's) that takes two reads
+// of node_of, not one per question asked of the topology.
+struct FlowEnds {
+  const LinkSpec* link = nullptr;
+  std::size_t egress = 0, ingress = 0;
+  double egress_rate = 0, ingress_rate = 0;
+  int up_leaf = -1, down_leaf = -1;
+};
+
+// flow_ends where an endpoint may be a reducing switch's port.
+FlowEnds flow_ends_through_switches(const Topology& topology, int src, int dst);
+
+inline FlowEnds flow_ends(const Topology& topology, int src, int dst) {
+  if (!topology.switches.empty()) return flow_ends_through_switches(topology, src, dst);
+  const std::size_t e = static_cast<std::size_t>(topology.endpoints());
+  // As port_to, Topology::link, port_rate and crosses_spine answer when no
+  // endpoint is a switch's port.
+  const int a = topology.node_of.at(static_cast<std::size_t>(src));
+  const int b = topology.node_of.at(static_cast<std::size_t>(dst));
+  const bool inter = a != b;
+  const LinkSpec& link = inter ? topology.inter : topology.intra;
+  const auto slot = [&](int endpoint, int node) {
+    return inter ? e + static_cast<std::size_t>(topology.nic_per_node ? node : endpoint)
+                 : static_cast<std::size_t>(endpoint);
+  };
+  FlowEnds ends{.link = &link,
+                .egress = slot(src, a),
+                .ingress = slot(dst, b),
+                .egress_rate = link.bytes_per_second,
+                .ingress_rate = link.bytes_per_second};
+  if (inter && topology.nodes_per_leaf > 0 && a / topology.nodes_per_leaf != b / topology.nodes_per_leaf) {
+    ends.up_leaf = a / topology.nodes_per_leaf;
+    ends.down_leaf = b / topology.nodes_per_leaf;
+  }
+  return ends;
+}
+
+// Calls each(flow, link, seconds) with the flow's link and the time the
+// bytes on the busier of the flow's two ports take (and, across the
+// spine, on its leaf's uplink or downlink): flows that share a port take
+// turns on it. The flows are visited twice, in the same order: once to
+// count each port's bytes, once to time each flow.
 template <typename Source, typename Each>
 void port_times(const Topology& topology, const Source& flows, Each each) {
-  // Bytes on the wire per port: an endpoint's intra port at its index, a
-  // NIC (an endpoint's, or its node's) after them.
+  // Bytes on the wire per port, in one array: egress ports (by slot), then
+  // ingress ports, then (with a second tier) the leaves' uplinks and
+  // downlinks.
   const std::size_t e = static_cast<std::size_t>(topology.endpoints());
-  const auto slot = [&](const PortId& p) { return (p.inter ? e : 0) + static_cast<std::size_t>(p.owner); };
-  std::vector<double> egress(2 * e, 0.0), ingress(2 * e, 0.0);
-  // With a second tier: bytes through each leaf's uplink and downlink.
   const std::vector<double> leaf_rate = topology.leaf_rates();
-  std::vector<double> up(leaf_rate.size(), 0.0), down(leaf_rate.size(), 0.0);
+  const std::size_t leaves = leaf_rate.size();
+  std::vector<double> load(4 * e + 2 * leaves, 0.0);
+  const std::size_t ingress = 2 * e, up = 4 * e, down = 4 * e + leaves;
   flows([&](const Flow& f) {
     if (f.src == f.dst) return;
-    const double wire = topology.link(f.src, f.dst).wire_bytes(f.bytes);
-    egress[slot(port_to(topology, f.src, f.dst))] += wire;
-    ingress[slot(port_to(topology, f.dst, f.src))] += wire;
-    if (!topology.crosses_spine(f.src, f.dst)) return;
-    if (const int l = topology.leaf_of(f.src); l >= 0) up[static_cast<std::size_t>(l)] += wire;
-    if (const int l = topology.leaf_of(f.dst); l >= 0) down[static_cast<std::size_t>(l)] += wire;
+    const FlowEnds ends = flow_ends(topology, f.src, f.dst);
+    const double wire = ends.link->wire_bytes(f.bytes);
+    load[ends.egress] += wire;
+    load[ingress + ends.ingress] += wire;
+    if (ends.up_leaf >= 0) load[up + static_cast<std::size_t>(ends.up_leaf)] += wire;
+    if (ends.down_leaf >= 0) load[down + static_cast<std::size_t>(ends.down_leaf)] += wire;
   });
   flows([&](const Flow& f) {
     if (f.src == f.dst) return;
-    if (topology.link(f.src, f.dst).unlimited()) {
-      each(f, 0.0);
+    const FlowEnds ends = flow_ends(topology, f.src, f.dst);
+    if (ends.link->unlimited()) {
+      each(f, *ends.link, 0.0);
       return;
     }
     // Each port at its own rate (a switch's port and a GPU's differ).
-    double serialise = std::max(
-        egress[slot(port_to(topology, f.src, f.dst))] / topology.port_rate(f.src, f.dst),
-        ingress[slot(port_to(topology, f.dst, f.src))] / topology.port_rate(f.dst, f.src));
-    if (topology.crosses_spine(f.src, f.dst)) {
-      if (const int l = topology.leaf_of(f.src); l >= 0) {
-        serialise = std::max(serialise, up[static_cast<std::size_t>(l)] / leaf_rate[static_cast<std::size_t>(l)]);
-      }
-      if (const int l = topology.leaf_of(f.dst); l >= 0) {
-        serialise = std::max(serialise, down[static_cast<std::size_t>(l)] / leaf_rate[static_cast<std::size_t>(l)]);
-      }
+    double serialise = std::max(load[ends.egress] / ends.egress_rate,
+                                load[ingress + ends.ingress] / ends.ingress_rate);
+    if (ends.up_leaf >= 0) {
+      const auto l = static_cast<std::size_t>(ends.up_leaf);
+      serialise = std::max(serialise, load[up + l] / leaf_rate[l]);
     }
-    each(f, serialise);
+    if (ends.down_leaf >= 0) {
+      const auto l = static_cast<std::size_t>(ends.down_leaf);
+      serialise = std::max(serialise, load[down + l] / leaf_rate[l]);
+    }
+    each(f, *ends.link, serialise);
   });
 }
 
@@ -125,8 +167,8 @@ void port_times(const Topology& topology, const Source& flows, Each each) {
 template <typename Source>
 double slowest_flow_of(const Topology& topology, const Source& flows) {
   double worst = 0;
-  detail::port_times(topology, flows, [&](const Flow& f, double serialise) {
-    worst = std::max(worst, topology.link(f.src, f.dst).delay(f.bytes) + serialise);
+  detail::port_times(topology, flows, [&](const Flow& f, const LinkSpec& link, double serialise) {
+    worst = std::max(worst, link.delay(f.bytes) + serialise);
   });
   return worst;
 }

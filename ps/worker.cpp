@@ -12,19 +12,25 @@ namespace gradex {
 
 template <typename Part, typename Post>
 std::vector<Request> PsWorker::each_chunk(const Tensor& data, Part part, Post post, Hosts hosts) {
-  const int servers = layout_.servers();
+  // Only servers first_server_ and up: the hybrid PS's n workers' own
+  // servers are left out, and walking past them would cost each of n
+  // workers n steps per call.
+  const int servers = layout_.servers() - first_server_;
   std::vector<Request> posted;
+  if (servers <= 0) return posted;
   std::size_t most = 0;
-  for (int k = 0; k < servers; ++k) {
+  for (int k = first_server_; k < layout_.servers(); ++k) {
     most = std::max(most, chunk_count(layout_.shard(data.count, k).count, chunk_));
   }
+  // Each worker starts its round at another server (rotated by rank,
+  // ServerLayout::server_at), so the workers' first chunks spread over the
+  // servers' NICs instead of all converging on server 0's. That rotation
+  // with the servers below first_server_ skipped is a rotation of the rest
+  // starting at the first of them it reaches.
+  const int start = std::max(layout_.server_at(comm_.rank(), 0), first_server_) - first_server_;
   for (std::size_t j = 0; j < most; ++j) {
-    // Each worker starts its round at another server (rotated by rank),
-    // so the workers' first chunks spread over the servers' NICs instead
-    // of all converging on server 0's.
     for (int i = 0; i < servers; ++i) {
-      const int k = layout_.server_at(comm_.rank(), i);
-      if (k < first_server_) continue;
+      const int k = first_server_ + (start + i) % servers;
       const bool here = layout_.host(k) == comm_.rank();
       if ((hosts == Hosts::here && !here) || (hosts == Hosts::elsewhere && here)) continue;
       const KeyRange shard = layout_.shard(data.count, k);
