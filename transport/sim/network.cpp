@@ -143,8 +143,10 @@ int Network::start(int src, int dst, std::size_t bytes, double now, const char* 
   for (int i = 0; i < f.port_count; ++i) {
     Port& port = ports_[static_cast<std::size_t>(f.ports[static_cast<std::size_t>(i)])];
     // A flow that had this port to itself shares it now: whatever star it
-    // was in is one no longer.
-    if (port.flows.size() == 1) {
+    // was in is one no longer. Until a filling has found a star there is
+    // none to forget, and the flow's record is not read (a hybrid PS's
+    // ring flows start beside its pushes, which never form one).
+    if (stars_found_ && port.flows.size() == 1) {
       const Flow& alone = flows_[static_cast<std::size_t>(port.flows.front())];
       for (int j = 0; j < alone.port_count; ++j) {
         ports_[static_cast<std::size_t>(alone.ports[static_cast<std::size_t>(j)])].star_flows = 0;
@@ -204,6 +206,7 @@ void Network::settle(double now) {
   ++stamp_;
   std::vector<int>& ports = component_ports_;
   std::vector<int>& flows = component_flows_;
+  std::vector<int>& newcomers = component_newcomers_;
   std::vector<int>& stack = stack_scratch_;
   // Until a filling finds a star there is no hub to settle directly (a
   // ring never has one): nothing to count, nothing to look up.
@@ -222,6 +225,7 @@ void Network::settle(double now) {
     // only these rates can have changed.
     ports.clear();
     flows.clear();
+    newcomers.clear();
     stack.assign(1, seed);
     ports_[static_cast<std::size_t>(seed)].mark = stamp_;
     while (!stack.empty()) {
@@ -230,7 +234,10 @@ void Network::settle(double now) {
       ports.push_back(p);
       for (int id : ports_[static_cast<std::size_t>(p)].flows) {
         const Flow& f = flows_[static_cast<std::size_t>(id)];
-        if (f.ports[0] == p) flows.push_back(id);  // each flow once, via its egress
+        if (f.ports[0] == p) {  // each flow once, via its egress
+          flows.push_back(id);
+          if (f.rate == 0) newcomers.push_back(id);
+        }
         for (int i = 0; i < f.port_count; ++i) {
           const int other = f.ports[static_cast<std::size_t>(i)];
           if (ports_[static_cast<std::size_t>(other)].mark != stamp_) {
@@ -241,14 +248,11 @@ void Network::settle(double now) {
       }
     }
     if (replacing || (settle_stars_directly_ && flows.size() > 1 && ended_.empty() &&
-                      rate_newcomers_above_their_ports(flows))) {
+                      rate_newcomers_above_their_ports(newcomers))) {
       // Only the newcomers (not yet given a rate) change, and they are
       // rescheduled in the walk's order, as the filling would: completions
       // at one instant are processed in the order they were scheduled.
-      for (int id : flows) {
-        const Flow& f = flows_[static_cast<std::size_t>(id)];
-        if (f.rate == 0) reschedule(id, f.filled, now);
-      }
+      for (int id : newcomers) reschedule(id, flows_[static_cast<std::size_t>(id)].filled, now);
       continue;
     }
     // Whatever star these ports were part of may be gone: rebalance_star
@@ -276,13 +280,12 @@ bool Network::endings_leave_rates() const {
   return true;
 }
 
-bool Network::rate_newcomers_above_their_ports(const std::vector<int>& flows) {
+bool Network::rate_newcomers_above_their_ports(const std::vector<int>& newcomers) {
   std::vector<double>& levels = levels_scratch_;
   std::vector<double>& rates = rate_scratch_;
   rates.clear();
-  for (int id : flows) {
+  for (int id : newcomers) {
     const Flow& g = flows_[static_cast<std::size_t>(id)];
-    if (g.rate != 0) continue;  // not new
     double rate = std::numeric_limits<double>::infinity();
     double highest = 0;  // of the other flows on its ports
     for (int i = 0; i < g.port_count; ++i) {
@@ -314,11 +317,7 @@ bool Network::rate_newcomers_above_their_ports(const std::vector<int>& flows) {
     rates.push_back(rate);
   }
   if (rates.empty()) return false;
-  std::size_t next = 0;
-  for (int id : flows) {
-    Flow& g = flows_[static_cast<std::size_t>(id)];
-    if (g.rate == 0) g.filled = rates[next++];
-  }
+  for (std::size_t i = 0; i < newcomers.size(); ++i) flows_[static_cast<std::size_t>(newcomers[i])].filled = rates[i];
   return true;
 }
 

@@ -152,8 +152,10 @@ class Network {
   // NICs with the slow pushes to a server, which join every NIC into one
   // component as wide as the world; a ring step's flows end together.)
   bool endings_leave_rates() const;
-  // Whether, with no flow finished since the last settle, each new flow
-  // of the component `flows` would be frozen after every other flow on
+  // Whether, with no flow finished since the last settle, each of a
+  // component's new flows `newcomers` (not yet given a rate; the walk
+  // collects them, so the component's others are not read again) would be
+  // frozen after every other flow on
   // its ports, and their rates let it: each port's share stays above the
   // next of its other flows' rates as they freeze (then none of them, nor
   // anything beyond, changes rate), and the new flow gets what its
@@ -161,7 +163,7 @@ class Network {
   // and settle() reschedules the new flows in the order of its walk, as
   // the filling would. (The hybrid PS's ring flows starting beside their
   // NICs' slow pushes.)
-  bool rate_newcomers_above_their_ports(const std::vector<int>& flows);
+  bool rate_newcomers_above_their_ports(const std::vector<int>& newcomers);
   // Gives `flow` its new rate from `now` and schedules its completion,
   // unless the rate did not change.
   void reschedule(int flow, double rate, double now);
@@ -189,6 +191,7 @@ class Network {
   // instant of virtual time).
   std::vector<int> component_ports_;
   std::vector<int> component_flows_;
+  std::vector<int> component_newcomers_;  // its flows not yet given a rate, in walk order
   std::vector<int> stack_scratch_;
   // rebalance()'s working memory, kept between calls.
   std::vector<double> rate_scratch_;
