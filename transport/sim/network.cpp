@@ -143,13 +143,13 @@ int Network::start(int src, int dst, std::size_t bytes, double now, const char* 
   for (int i = 0; i < f.port_count; ++i) {
     Port& port = ports_[static_cast<std::size_t>(f.ports[static_cast<std::size_t>(i)])];
     // A flow that had this port to itself shares it now: whatever star it
-    // was in is one no longer. Until a filling has found a star there is
-    // none to forget, and the flow's record is not read (a hybrid PS's
-    // ring flows start beside its pushes, which never form one).
-    if (stars_found_ && port.flows.size() == 1) {
+    // was in is one no longer. While no port is a star's hub there is none
+    // to forget, and the flow's record is not read (a hybrid PS's ring
+    // flows start beside its pushes, whose stars the ring breaks at once).
+    if (star_hubs_ > 0 && port.flows.size() == 1) {
       const Flow& alone = flows_[static_cast<std::size_t>(port.flows.front())];
       for (int j = 0; j < alone.port_count; ++j) {
-        ports_[static_cast<std::size_t>(alone.ports[static_cast<std::size_t>(j)])].star_flows = 0;
+        set_star_flows(alone.ports[static_cast<std::size_t>(j)], 0);
       }
     }
     port.flows.push_back(id);
@@ -208,9 +208,10 @@ void Network::settle(double now) {
   std::vector<int>& flows = component_flows_;
   std::vector<int>& newcomers = component_newcomers_;
   std::vector<int>& stack = stack_scratch_;
-  // Until a filling finds a star there is no hub to settle directly (a
+  // While no port is a star's hub there is none to settle directly (a
   // ring never has one): nothing to count, nothing to look up.
-  if (stars_found_) {
+  const bool hubs = star_hubs_ > 0;
+  if (hubs) {
     count_star_joiners();
   } else {
     started_.clear();
@@ -218,7 +219,7 @@ void Network::settle(double now) {
   for (int seed : dirty_) {
     ports_[static_cast<std::size_t>(seed)].dirty = false;
     if (ports_[static_cast<std::size_t>(seed)].mark == stamp_) continue;
-    if (settle_stars_directly_ && stars_found_) {
+    if (settle_stars_directly_ && hubs) {
       if (const int hub = star_hub_of(seed); hub >= 0 && settle_star(hub, now)) continue;
     }
     // The connected component of `seed` (ports joined by shared flows):
@@ -257,7 +258,7 @@ void Network::settle(double now) {
     }
     // Whatever star these ports were part of may be gone: rebalance_star
     // says again if it still is one.
-    for (int p : ports) ports_[static_cast<std::size_t>(p)].star_flows = 0;
+    for (int p : ports) set_star_flows(p, 0);
     rebalance(ports, flows, now);
   }
   dirty_.clear();
@@ -521,9 +522,14 @@ bool Network::rebalance_star(const std::vector<int>& ports, const std::vector<in
     if (p != hub && !(ports_[static_cast<std::size_t>(p)].capacity > share)) return false;
   }
   for (int flow : flows) reschedule(flow, share, now);
-  ports_[static_cast<std::size_t>(hub)].star_flows = k;
-  stars_found_ = true;
+  set_star_flows(hub, k);
   return true;
+}
+
+void Network::set_star_flows(int port, int flows) {
+  int& star = ports_[static_cast<std::size_t>(port)].star_flows;
+  star_hubs_ += (flows > 0) - (star > 0);
+  star = flows;
 }
 
 void Network::reschedule(int flow, double rate, double now) {

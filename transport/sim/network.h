@@ -164,6 +164,8 @@ class Network {
   // the filling would. (The hybrid PS's ring flows starting beside their
   // NICs' slow pushes.)
   bool rate_newcomers_above_their_ports(const std::vector<int>& newcomers);
+  // Sets a port's star_flows, counting the hubs (star_hubs_).
+  void set_star_flows(int port, int flows);
   // Gives `flow` its new rate from `now` and schedules its completion,
   // unless the rate did not change.
   void reschedule(int flow, double rate, double now);
@@ -179,7 +181,7 @@ class Network {
   std::vector<int> free_flows_;
   std::vector<int> dirty_;
   std::vector<int> started_;  // flows started since the last settle
-  bool stars_found_ = false;  // whether rebalance_star ever made a hub
+  int star_hubs_ = 0;  // ports whose star_flows is not 0
   // Flows finished since the last settle: their endpoints, keyed as
   // src * endpoints + dst, and the rate the last filling gave them.
   std::vector<std::pair<std::int64_t, double>> ended_;
