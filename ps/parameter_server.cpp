@@ -153,9 +153,7 @@ double ParameterServerScheme::collective_model_time(Collective c, std::size_t by
   if (bytes == 0) return 0;
   // Each port's bytes per phase: every worker's push of shard k to k's
   // host, then k's reply to every worker (f32 counts), on the port each
-  // message really takes (a node's intra port or its NIC). Hybrid: the
-  // workers' own servers' keys go round a ring instead (worker.cpp), with
-  // the same bytes on every port, so they are counted the same way.
+  // message really takes (a node's intra port or its NIC).
   const std::size_t count = bytes / dtype_size(DType::f32);
   const double elem = static_cast<double>(dtype_size(DType::f32));
   const int first_pushed = layout_.placement() == ServerPlacement::hybrid ? workers() : 0;
@@ -179,19 +177,47 @@ double ParameterServerScheme::collective_model_time(Collective c, std::size_t by
       }
     };
   };
+  // Hybrid: the workers' own servers' keys go round a ring of the workers
+  // instead (worker.cpp), rank w to w + 1: its reduce-scatter and its
+  // all-gather each pass n-1 blocks of own / n over every hop, on the port
+  // that hop really takes. (Counted as pushes and replies, the same bytes
+  // would cross a NIC a node's GPUs share from every GPU, where the ring
+  // crosses it once a node.) `scale` of them: half in each phase unpipelined.
+  const std::size_t own = layout_.colocated_keys(count);
+  const auto ring_hops = [&](double scale) {
+    return [&, scale](const auto& visit) {
+      const int n = workers();
+      if (own == 0 || n < 2) return;
+      const double hop = 2.0 * (n - 1) * static_cast<double>(own) * elem / n * scale;
+      for (int w = 0; w < n; ++w) visit(Flow{w, (w + 1) % n, hop});
+    };
+  };
   // With none (one worker hosting every server: all local) every term
   // below is 0.
-  const auto pushes = exchanges(true, 0, 1.0), pulls = exchanges(false, 0, 1.0);
-  if (!pipelined_) return slowest_flow_of(topology, pushes) + slowest_flow_of(topology, pulls);
+  const auto pushes = exchanges(true, first_pushed, 1.0), pulls = exchanges(false, first_pushed, 1.0);
+  if (!pipelined_) {
+    const auto half_ring = ring_hops(0.5);
+    const auto pushes_and_half = [&](const auto& visit) {
+      pushes(visit);
+      half_ring(visit);
+    };
+    const auto pulls_and_half = [&](const auto& visit) {
+      pulls(visit);
+      half_ring(visit);
+    };
+    return slowest_flow_of(topology, pushes_and_half) + slowest_flow_of(topology, pulls_and_half);
+  }
   // Push and pull overlap: each port's bytes in both phases pass once, and
   // the pipeline fills (every worker's first chunk in before any sum goes
   // out) or drains (the last chunk's sums out) by one chunk's share of the
   // lighter phase: pushes P and pulls Q through a port in C chunks take
   // max(P + Q / C, P / C + Q). An all-reduce's phases weigh the same; a
   // reduce-scatter's pulls and an all-gather's pushes are 1/n of the other.
+  const auto ring = ring_hops(1.0);
   const auto both = [&](const auto& visit) {
     pushes(visit);
     pulls(visit);
+    ring(visit);
   };
   double largest = 0;  // the largest pushed shard: its chunks are the last to drain
   for (int k = first_pushed; k < layout_.servers(); ++k) {
@@ -212,7 +238,6 @@ double ParameterServerScheme::collective_model_time(Collective c, std::size_t by
   // 7 times, as rings_time counts): whole laps of the ring, then the
   // costliest run of the hops left over.
   double ring_latency = 0;
-  const std::size_t own = layout_.colocated_keys(count);
   if (own > 0 && workers() > 1) {
     const int n = workers();
     const double block = static_cast<double>(own) * elem / n;
