@@ -109,9 +109,12 @@ inline FlowEnds flow_ends(const Topology& topology, int src, int dst) {
                 .ingress = slot(dst, b),
                 .egress_rate = link.bytes_per_second,
                 .ingress_rate = link.bytes_per_second};
-  if (inter && topology.nodes_per_leaf > 0 && a / topology.nodes_per_leaf != b / topology.nodes_per_leaf) {
-    ends.up_leaf = a / topology.nodes_per_leaf;
-    ends.down_leaf = b / topology.nodes_per_leaf;
+  if (inter && topology.nodes_per_leaf > 0) {
+    const int up = a / topology.nodes_per_leaf, down = b / topology.nodes_per_leaf;
+    if (up != down) {
+      ends.up_leaf = up;
+      ends.down_leaf = down;
+    }
   }
   return ends;
 }

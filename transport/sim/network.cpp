@@ -89,7 +89,9 @@ void Network::prefetch_route(int src, int dst) const {
   if (!limited(src, dst)) return;
   std::array<int, 4> ports{};
   const int n = route(src, dst, ports);
-  for (int i = 0; i < n; ++i) __builtin_prefetch(&ports_[static_cast<std::size_t>(ports[static_cast<std::size_t>(i)])]);
+  for (int i = 0; i < n; ++i) {
+    __builtin_prefetch(&ports_[static_cast<std::size_t>(ports[static_cast<std::size_t>(i)])]);
+  }
 }
 
 void Network::prefetch_flow(int flow, bool ports) const {
@@ -318,7 +320,9 @@ bool Network::rate_newcomers_above_their_ports(const std::vector<int>& newcomers
     rates.push_back(rate);
   }
   if (rates.empty()) return false;
-  for (std::size_t i = 0; i < newcomers.size(); ++i) flows_[static_cast<std::size_t>(newcomers[i])].filled = rates[i];
+  for (std::size_t i = 0; i < newcomers.size(); ++i) {
+    flows_[static_cast<std::size_t>(newcomers[i])].filled = rates[i];
+  }
   return true;
 }
 
