@@ -35,12 +35,12 @@ struct Flow {
 // and ingress count apart), so each pays for all the bytes on the busier
 // of its two ports, plus its link's latency. 0 for no flows.
 double slowest_flow(const Topology& topology, const std::vector<Flow>& flows);
-// Flows given one at a time, for a set too large to hold (a PS's n^2
-// pushes and pulls at thousands of ranks): flows(visit) calls visit(const
-// Flow&) with every flow, in the same order each time it is called. A
-// template, so that a generated set costs no indirect call per flow (a
-// flow costs a few dozen instructions: at 4,096 ranks the hybrid PS's
-// model visits 67 million of them per protocol).
+// Flows given one at a time, for a set too large to hold (the n^2 pushes
+// and pulls of a PS with a server on every worker, at thousands of
+// ranks): flows(visit) calls visit(const Flow&) with every flow, in the
+// same order each time it is called. A template, so that a generated set
+// costs no indirect call per flow (n = 4,096 servers on as many workers
+// make 67 million flows per protocol).
 template <typename Source>
 double slowest_flow_of(const Topology& topology, const Source& flows);
 // The same without the latencies: the busiest port's bytes over its rate,
@@ -78,9 +78,10 @@ namespace detail {
 // link, the slots of its egress and ingress ports (an endpoint's intra
 // port at its index, a NIC, an endpoint's or its node's, after them) and
 // their rates, and the leaves whose uplink and downlink it crosses (-1:
-// none). A PS's model resolves n^2 flows twice per protocol: without
-// reducing switches (every scheme but in_network's) that takes two reads
-// of node_of, not one per question asked of the topology.
+// none). A PS with a server on every worker resolves n^2 flows twice
+// per protocol: without reducing switches (every scheme but
+// in_network's) that takes two reads of node_of, not one per question
+// asked of the topology.
 struct FlowEnds {
   const LinkSpec* link = nullptr;
   std::size_t egress = 0, ingress = 0;
