@@ -316,6 +316,36 @@ TEST(CostModel, MessagesOnASharedNicTakeTurns) {
 // (11 us), not 6 times the slowest hop (60 us). With large blocks the
 // NICs, busy every step, pace the ring and hide the latencies but the
 // last one.
+// detail::flow_ends answers from node_of where no endpoint is a switch's
+// port, as port_to, Topology::link, port_rate and crosses_spine do; the
+// general path (flow_ends_through_switches) asks them. Both must agree on
+// every pair, shared NICs and a second tier included.
+TEST(CostModel, FlowEndsWithoutSwitchesAnswerAsTheTopology) {
+  const LinkSpec nvlink{300e9, 1e-6}, nic{25e9, 5e-6};
+  for (const bool shared : {false, true}) {
+    for (const int per_leaf : {0, 2}) {
+      Topology t = Topology::grouped(12, 4, 2, nvlink, nic, shared);
+      t.nodes_per_leaf = per_leaf;
+      t.oversubscription = 4;
+      for (int a = 0; a < t.endpoints(); ++a) {
+        for (int b = 0; b < t.endpoints(); ++b) {
+          const detail::FlowEnds fast = detail::flow_ends(t, a, b);
+          const detail::FlowEnds asked = detail::flow_ends_through_switches(t, a, b);
+          SCOPED_TRACE(testing::Message() << a << " -> " << b << (shared ? ", shared NIC" : "")
+                                          << ", leaves of " << per_leaf);
+          EXPECT_EQ(fast.link, asked.link);
+          EXPECT_EQ(fast.egress, asked.egress);
+          EXPECT_EQ(fast.ingress, asked.ingress);
+          EXPECT_EQ(fast.egress_rate, asked.egress_rate);
+          EXPECT_EQ(fast.ingress_rate, asked.ingress_rate);
+          EXPECT_EQ(fast.up_leaf, asked.up_leaf);
+          EXPECT_EQ(fast.down_leaf, asked.down_leaf);
+        }
+      }
+    }
+  }
+}
+
 TEST(CostModel, ARingsLatenciesAddAlongTheChainItsStepsFollow) {
   const Topology t = Topology::grouped(4, 2, 0, {8e9, 1e-6}, {1e9, 10e-6});
   // One byte: the chain crosses a NIC 3 times (1 ns each) and NVLink 3 times.
