@@ -213,7 +213,7 @@ double HierarchicalScheme::slowest_node_ring_phase(std::size_t bytes,
   double slowest = 0;
   for (int k = 0; k < nodes(); ++k) {
     slowest = std::max(slowest, ring_phase_model_time(topology, node_members(k, options().ranks_per_node).list(),
-                                                      static_cast<double>(bytes)));
+                                                      static_cast<double>(bytes), options().segment_bytes));
   }
   return slowest;
 }

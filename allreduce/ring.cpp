@@ -1,6 +1,7 @@
 #include "allreduce/ring.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -359,7 +360,7 @@ double RingScheme::collective_model_time(Collective c, std::size_t bytes,
     case Collective::all_reduce: return model_time(bytes, topology);
     case Collective::reduce_scatter:
     case Collective::all_gather:
-      return ring_phase_model_time(topology, ring, static_cast<double>(bytes));
+      return ring_phase_model_time(topology, ring, static_cast<double>(bytes), options().segment_bytes);
     case Collective::broadcast:
       return pipelined_broadcast_model_time(
           topology, n, [n](int r) { return chain_links(r, n, kBroadcastRoot); }, bytes,
@@ -379,20 +380,31 @@ Traffic RingScheme::expected_traffic(int endpoint, std::size_t count, DType dtyp
   return t;
 }
 
+int ring_segments(double block_bytes, std::size_t segment_bytes) {
+  if (segment_bytes == 0 || block_bytes <= static_cast<double>(segment_bytes)) return 1;
+  return static_cast<int>(std::ceil(block_bytes / static_cast<double>(segment_bytes)));
+}
+
 double ring_phase_model_time(const Topology& topology, const std::vector<int>& members,
-                             double bytes) {
+                             double bytes, std::size_t segment_bytes) {
   const auto n = static_cast<int>(members.size());
   if (n <= 1) return 0;
-  return rings_time(topology, {members}, bytes / n, n - 1);
+  return rings_time(topology, {members}, bytes / n, n - 1, ring_segments(bytes / n, segment_bytes));
 }
 
 double RingScheme::model_time(std::size_t bytes, const Topology& topology) const {
   std::vector<int> ring(static_cast<std::size_t>(workers()));
   for (int r = 0; r < workers(); ++r) ring[static_cast<std::size_t>(r)] = r;
-  // Both phases as one chain: the all-gather's first step forwards what
-  // the reduce-scatter's last step summed.
+  const std::size_t seg = options().segment_bytes;
   auto whole = [&](std::size_t b) {
-    return rings_time(topology, {ring}, static_cast<double>(b) / workers(), 2 * (workers() - 1));
+    const double block = static_cast<double>(b) / workers();
+    // A block in one message: both phases as one chain, the all-gather's
+    // first step forwarding what the reduce-scatter's last step summed.
+    // In segments the all-gather starts once the reduce-scatter has
+    // ended (RingPhase::finish), each phase a pipeline of its own.
+    const int segments = ring_segments(block, seg);
+    if (segments == 1) return rings_time(topology, {ring}, block, 2 * (workers() - 1));
+    return rings_time(topology, {ring}, block, workers() - 1, segments, /*phases=*/2);
   };
   const std::size_t slice = options().slice_bytes;
   if (slice == 0 || bytes <= slice) return whole(bytes);

@@ -51,10 +51,14 @@ Traffic ring_broadcast_traffic(int rank, int n, int root, std::size_t count, DTy
 
 // Cost model of one ring phase (reduce-scatter or all-gather) of `bytes`
 // over endpoints `members` of `topology`, in ring order: n-1 steps, each
-// moving a block of bytes/n from every member to the next at once. A rank
-// forwards only what it has received, so the slowest hop paces every step.
+// moving a block of bytes/n from every member to the next at once, in
+// segments of `segment_bytes` (rings_time). A rank forwards only what it
+// has received, so the slowest hop paces every step.
 double ring_phase_model_time(const Topology& topology, const std::vector<int>& members,
-                             double bytes);
+                             double bytes, std::size_t segment_bytes);
+// How many segments of `segment_bytes` a block of `block_bytes` moves in
+// (one for a block no larger than a segment).
+int ring_segments(double block_bytes, std::size_t segment_bytes);
 
 // Provides every collective: its reduce-scatter and all-gather are the
 // all-reduce's two phases on their own, its broadcast the chain above.

@@ -92,28 +92,53 @@ double costliest_chain_per_step(const std::vector<double>& hop, int steps) {
 }  // namespace
 
 double rings_time(const Topology& topology, const std::vector<std::vector<int>>& rings,
-                  double bytes, int steps) {
+                  double bytes, int steps, int segments, int phases) {
   std::vector<Flow> step;
+  std::vector<std::size_t> feeder;  // the hop that brings a hop's sender what it forwards
   for (const std::vector<int>& ring : rings) {
     if (ring.size() <= 1) continue;
-    for (std::size_t i = 0; i < ring.size(); ++i) step.push_back({ring[i], ring[(i + 1) % ring.size()], bytes});
+    const std::size_t first = step.size();
+    for (std::size_t i = 0; i < ring.size(); ++i) {
+      step.push_back({ring[i], ring[(i + 1) % ring.size()], bytes});
+      feeder.push_back(first + (i + ring.size() - 1) % ring.size());
+    }
   }
-  if (step.empty() || steps <= 0) return 0;
-  // Each hop's step: its latency after its bytes' turn on its busier port.
+  if (step.empty() || steps <= 0 || phases <= 0) return 0;
+  segments = std::max(segments, 1);
+  // Each hop's step, for a segment: its latency after the segment's turn
+  // on its busier port.
   std::vector<double> hop(step.size(), 0.0);
-  double busiest = 0;
-  double busiest_delay = 0;  // the latency after the busiest port's last transfer
-  detail::port_times(topology, each_of(step), [&](const Flow& f, const LinkSpec& link, double serialise) {
-    const double delay = link.delay(f.bytes);
-    hop[static_cast<std::size_t>(&f - step.data())] = delay + serialise;
-    if (serialise > busiest) busiest_delay = 0;
-    if (serialise >= busiest) busiest_delay = std::max(busiest_delay, delay);
-    busiest = std::max(busiest, serialise);
+  std::vector<double> delay(step.size(), 0.0);
+  std::vector<double> serialise(step.size(), 0.0);
+  double slowest_segment = 0;  // the longest turn a segment takes on a port
+  detail::port_times(topology, each_of(step), [&](const Flow& f, const LinkSpec& link, double turn) {
+    const auto i = static_cast<std::size_t>(&f - step.data());
+    delay[i] = link.delay(f.bytes / segments);
+    serialise[i] = turn;
+    hop[i] = delay[i] + turn / segments;
+    slowest_segment = std::max(slowest_segment, turn / segments);
   });
+  // The busiest port is busy every step and hides the latencies behind its
+  // transfers but the last; between two phases, the latency of the hop
+  // that brings its sender the previous phase's last segment.
+  const double busiest = *std::max_element(serialise.begin(), serialise.end());
+  double busiest_delay = 0;
+  double busiest_gap = 0;
+  for (std::size_t i = 0; i < step.size(); ++i) {
+    if (serialise[i] != busiest) continue;
+    busiest_delay = std::max(busiest_delay, delay[i]);
+    busiest_gap = std::max(busiest_gap, delay[feeder[i]]);
+  }
   // A rank forwards what it has received, so a chain of consecutive hops
-  // pays each hop's latency and transfer in turn. The busiest port is busy
-  // every step and hides the latencies behind its transfers but the last.
-  // The slower of the two paces the rings.
+  // pays each hop's latency and transfer in turn. The slower of the two
+  // paces the rings.
+  //
+  // In segments: segment j of step k leaves once segment j of step k-1
+  // has arrived and segment j-1 of step k has left. Every path through
+  // that grid from the first segment to the last makes `steps` hops down
+  // the chain (a segment's transfer and latency each) and `segments - 1`
+  // moves along a port (a segment's transfer): the chain of steps, then
+  // the last block's other segments behind its first.
   double chain = 0;
   std::size_t first = 0;
   for (const std::vector<int>& ring : rings) {
@@ -123,7 +148,8 @@ double rings_time(const Topology& topology, const std::vector<std::vector<int>>&
     chain = std::max(chain, costliest_chain_per_step(own, steps));
     first += ring.size();
   }
-  return std::max(steps * chain, steps * busiest + busiest_delay);
+  return std::max(phases * (steps * chain + (segments - 1) * slowest_segment),
+                  phases * steps * busiest + busiest_delay + (phases - 1) * busiest_gap);
 }
 
 double ring_allreduce_bound(int n, std::size_t bytes, const Topology& topology) {

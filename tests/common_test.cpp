@@ -361,6 +361,26 @@ TEST(CostModel, ARingsLatenciesAddAlongTheChainItsStepsFollow) {
   EXPECT_NEAR(rings_time(shared, {{0, 2}, {1, 3}}, bytes, 2), 2 * (10e-6 + 2e-3), 1e-12);
 }
 
+// A block in segments: each step's chain pays one segment's transfer and
+// latency, the last block's other segments follow behind, and the busiest
+// port still moves every byte; the larger of the two paces the ring.
+TEST(CostModel, ARingInSegmentsPaysOneSegmentsLatencyPerStep) {
+  const Topology flat = Topology::grouped(4, 1, 0, {}, {1e9, 10e-6});
+  const double block = 1e6;  // 1 ms a block, 8 segments of 125 us
+  const double latency = 10e-6;
+  // Latency-light: the port is busy throughout, one latency at the end.
+  EXPECT_NEAR(rings_time(flat, {{0, 1, 2, 3}}, block, 3, 8), 3 * 1e-3 + latency, 1e-12);
+  // Latency-heavy: 1 KB blocks in 8 segments of 125 ns behind 10 us hops.
+  EXPECT_NEAR(rings_time(flat, {{0, 1, 2, 3}}, 1e3, 3, 8), 3 * (latency + 125e-9) + 7 * 125e-9, 1e-15);
+  // Two phases one after the other: the port's pace pays the latency that
+  // brings the first phase's last segment in, the chain pays both phases.
+  EXPECT_NEAR(rings_time(flat, {{0, 1, 2, 3}}, block, 3, 8, 2), 6 * 1e-3 + 2 * latency, 1e-12);
+  EXPECT_NEAR(rings_time(flat, {{0, 1, 2, 3}}, 1e3, 3, 8, 2), 2 * (3 * (latency + 125e-9) + 7 * 125e-9),
+              1e-15);
+  // One segment: the block's single message, as without segments.
+  EXPECT_DOUBLE_EQ(rings_time(flat, {{0, 1, 2, 3}}, block, 6, 1), 6 * (latency + 1e-3));
+}
+
 TEST(LinkShaper, SharedNodeNicSerialisesTheNode) {
   Topology t = Topology::grouped(4, 2, 0, {}, {1e6, 0}, /*nic_per_node=*/true);
   LinkShaper shaper(t);

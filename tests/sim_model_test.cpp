@@ -547,6 +547,33 @@ TEST(ModelVsSim, SlicedRingPaysItsLatenciesPerSlice) {
   }
 }
 
+// A ring whose blocks move in segments forwards each segment as it lands:
+// its steps overlap one another's latencies. On one kind of link its
+// model (rings_time in segments, the all-gather after the reduce-scatter)
+// is the simulation's time; before the model knew segments it was 1.62x
+// the simulation at 4 MiB in 64 KiB segments. Across nodes of 4 (NVLink
+// inside, a NIC between) within 5%.
+TEST(ModelVsSim, SegmentedRingOverlapsItsStepsLatencies) {
+  for (int per_node : {1, 4}) {
+    for (int n : {4, 8}) {
+      for (std::size_t mib : {1, 4, 16}) {
+        SchemeOptions o;
+        o.workers = n;
+        o.ranks_per_node = per_node;
+        o.segment_bytes = std::size_t{64} << 10;
+        auto ring = make_scheme("ring", o);
+        SimRequest req;
+        req.count = (mib << 20) / 4;
+        req.topology = Topology::grouped(n, per_node, 0, {100 * kGB, 0}, {25 * kGB, 20e-6});
+        const double model = modelled(*ring, req.count * 4, req.topology);
+        const double sim = simulate_allreduce(*ring, req).seconds;
+        const double tolerance = per_node == 1 ? 1e-9 : 0.05;
+        EXPECT_NEAR(sim, model, model * tolerance) << n << " ranks, " << per_node << " per node, " << mib << " MiB";
+      }
+    }
+  }
+}
+
 // ---- a shaped real run against the simulation of the same scenario ----------
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
