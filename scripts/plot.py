@@ -188,10 +188,11 @@ def plot_busbw(rows, args, files):
 # docs/architecture.md, "Where the model and the simulator part").
 GAP_SHOWN = 0.05
 GAP_REASONS = {
-    "ring": "the model adds every step's per-message cost in series; "
-            "the simulated ring, pipelined in segments, overlaps them",
-    "hierarchical": "its rings' overlapped latencies, as for the ring",
-    "rail_rings": "its rings' overlapped latencies, as for the ring",
+    "ring": "a sliced ring's next slice leaves while the one before it is gathered; "
+            "its model sums the slices",
+    "hierarchical": "its phases' gaps: a sliced ring's, or its scheme's across nodes",
+    "rail_rings": "its rings share each GPU's NVLink port, which the simulation shares "
+                  "and the model lets them take in turns",
     "tree": "two children share a parent's port, which the pipeline's fill does not count",
     "halving_doubling": "a folded pair shares a port with the core's first message",
     "recursive_doubling": "a folded pair shares a port with the core's first message",
