@@ -1,6 +1,7 @@
 #include "allreduce/tree.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <vector>
 
@@ -228,23 +229,6 @@ Traffic TreeScheme::expected_traffic(int endpoint, std::size_t count, DType dtyp
 double TreeScheme::model_time(std::size_t bytes, const Topology& topology) const {
   const int n = workers();
   if (n <= 1 || bytes == 0) return 0;
-  // The slowest parent-child link of either tree, and the depth.
-  std::vector<std::pair<int, int>> edges;
-  int depth = 0;
-  for (int which = 0; which < 2; ++which) {
-    for (int r = 0; r < n; ++r) {
-      const TreeLinks links = double_tree(n, r, which);
-      if (links.parent >= 0) edges.emplace_back(r, links.parent);
-      int d = 0;
-      for (int up = r; double_tree(n, up, which).parent >= 0; up = double_tree(n, up, which).parent) ++d;
-      depth = std::max(depth, d);
-    }
-  }
-  LinkSpec slowest = topology.link(edges.front().first, edges.front().second);
-  for (const auto& [a, b] : edges) {
-    const LinkSpec& l = topology.link(a, b);
-    if (message_time(l, 1e6) > message_time(slowest, 1e6)) slowest = l;
-  }
   // The reduce and the broadcast follow each other, so each is paced by its
   // own busiest port. In the reduce a port carries the halves its
   // endpoint's children send up (in) and its own half (out); the broadcast
@@ -255,6 +239,7 @@ double TreeScheme::model_time(std::size_t bytes, const Topology& topology) const
   // reduce and sends more in the broadcast.)
   const BlockSplit halves{bytes, 2};
   std::map<PortId, double> up_out, up_in;  // bytes per port in the reduce
+  std::map<PortId, int> out_edges[2], in_edges[2];  // each tree's edges through each port
   for (int e = 0; e < n; ++e) {
     for (int which = 0; which < 2; ++which) {
       const int parent = double_tree(n, e, which).parent;
@@ -262,28 +247,46 @@ double TreeScheme::model_time(std::size_t bytes, const Topology& topology) const
       const double half = static_cast<double>(halves.size(static_cast<std::size_t>(which)));
       up_out[port_to(topology, e, parent)] += half;
       up_in[port_to(topology, parent, e)] += half;
+      out_edges[which][port_to(topology, e, parent)] += 1;
+      in_edges[which][port_to(topology, parent, e)] += 1;
     }
   }
   // Every message is a segment: its link's protocol sets what the port
   // carries per payload byte and what each hop costs.
   const double segment = std::min(static_cast<double>(options().segment_bytes), bytes / 2.0);
+  if (segment <= 0) return 0;
+  const auto port_rate = [&](const PortId& port) {
+    const LinkSpec& l = port.inter ? topology.inter : topology.intra;
+    return l.unlimited() ? 0.0 : l.wire_bytes(segment) / segment / l.bytes_per_second;  // s per byte
+  };
   double phase_port = 0;  // seconds
   for (const auto* load : {&up_out, &up_in}) {
-    for (const auto& [port, port_bytes] : *load) {
-      const LinkSpec& l = port.inter ? topology.inter : topology.intra;
-      if (l.unlimited() || segment <= 0) continue;
-      phase_port = std::max(phase_port, port_bytes * (l.wire_bytes(segment) / segment) /
-                                            l.bytes_per_second);
+    for (const auto& [port, port_bytes] : *load) phase_port = std::max(phase_port, port_bytes * port_rate(port));
+  }
+  // Each phase is a pipeline. Its first segment climbs from the deepest
+  // leaf to the root, each hop a latency and a transfer that shares the
+  // hop's busier port with the tree's other first segments reaching it at
+  // once (a parent takes its two children's together; the root has one;
+  // the other tree's meet it there later, at another depth); the
+  // other segments stream behind it at the busiest port's pace, so that
+  // port's bytes count once but for the segment the climb already moved.
+  double climb = 0;
+  for (int which = 0; which < 2; ++which) {
+    for (int leaf = 0; leaf < n; ++leaf) {
+      double t = 0;
+      for (int child = leaf, parent = double_tree(n, leaf, which).parent; parent >= 0;
+           child = parent, parent = double_tree(n, parent, which).parent) {
+        const PortId out = port_to(topology, child, parent), in = port_to(topology, parent, child);
+        const double transfer =
+            std::max(out_edges[which][out] * port_rate(out), in_edges[which][in] * port_rate(in));
+        t += topology.link(child, parent).delay(segment) + transfer * segment;
+      }
+      climb = std::max(climb, t);
     }
   }
-  // Each phase is a pipeline: the first segment crosses `depth` hops (each
-  // a latency and a segment's transfer), the rest stream behind it at the
-  // busiest port's pace, so the port's bytes count once and the fill adds
-  // depth latencies and depth - 1 segment transfers.
-  const double per_byte = slowest.unlimited() ? 0.0 : 1.0 / slowest.bytes_per_second;
-  const double phase = phase_port + depth * slowest.delay(segment) +
-                       (depth - 1) * slowest.wire_bytes(segment) * per_byte;
-  return 2 * phase;
+  const double half = static_cast<double>(halves.size(0));
+  const double segments = std::max(1.0, std::ceil(half / segment));
+  return 2 * (climb + phase_port * (segments - 1) / segments);
 }
 
 BroadcastLinks inorder_broadcast_links(int n, int rank) {

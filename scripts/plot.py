@@ -193,7 +193,8 @@ GAP_REASONS = {
     "hierarchical": "its phases' gaps: a sliced ring's, or its scheme's across nodes",
     "rail_rings": "its rings share each GPU's NVLink port, which the simulation shares "
                   "and the model lets them take in turns",
-    "tree": "two children share a parent's port, which the pipeline's fill does not count",
+    "tree": "with an odd number of ranks rank 0 forwards in both trees; on a node's shared NIC "
+            "the first segments' climb meets the node's other crossings at other times",
     "halving_doubling": "a folded pair shares a port with the core's first message",
     "recursive_doubling": "a folded pair shares a port with the core's first message",
     "ps_hybrid": "its ring's steps and the servers' round overlap in part on small messages",

@@ -22,19 +22,16 @@ namespace {
 constexpr double kGB = 1e9;
 
 // How closely the simulation must reproduce each model on a topology where
-// the model's assumptions hold. Exact schemes move one message per port at
-// a time; the others are approximations the report flags as such: the
-// double tree sent as one segment (two children share a parent's port, so
-// deeper hops take longer than the pipeline fill counts; exact at n = 2
-// and 4; PipelinedTreeAtAnyWorldSize checks the pipelined case closely)
-// and ps_hybrid. The PS models count every port's bytes in each phase, so
+// the model's assumptions hold: to rounding, the double tree included (its
+// model climbs the tree a hop at a time, two children sharing their
+// parent's port), but for ps_hybrid, an approximation the report flags as
+// such. The PS models count every port's bytes in each phase, so
 // co-located servers (whose pushes and replies share a NIC) are exact; for
 // ps_hybrid that count is BytePS's Theorem 1, which its ring of the
 // workers' keys meets once the latencies are small beside the bytes
 // (HybridPsMeetsTheoremOne checks it at 1 GB); on these small messages the
 // ring's steps and the servers' round overlap in part.
 double tolerance(const std::string& name) {
-  if (name == "tree") return 0.25;
   if (name == "ps_hybrid") return 0.1;
   return 1e-9;
 }
@@ -173,10 +170,12 @@ TEST(ModelVsSim, SharedNodeNicMakesMessagesTakeTurns) {
 }
 
 // The pipelined double tree: many segments, so its model (each phase paced
-// by its busiest port, plus the pipeline's fill up and down the depth) must
-// hold at every world size. Within 3% for even n; odd n get 8%: there rank
-// 0 forwards in both trees and waits for them in turn, which the model does
-// not count (6% at n = 33).
+// by its busiest port, plus the first segment's climb from the deepest
+// leaf, each hop's transfer shared with the parent's other child) must
+// hold at every world size. Exact for even n (it was 3% off before the
+// climb counted the shared port); odd n get 5%: there rank 0 forwards in
+// both trees and waits for them in turn, which the model does not count
+// (-1.6% to +3.9% at n = 3 to 33).
 TEST(ModelVsSim, PipelinedTreeAtAnyWorldSize) {
   for (int n : {2, 3, 4, 5, 7, 8, 16, 33}) {
     SchemeOptions o;
@@ -188,7 +187,36 @@ TEST(ModelVsSim, PipelinedTreeAtAnyWorldSize) {
     req.topology = Topology::grouped(n, 1, 0, {}, {450 * kGB, 5e-6});
     const double model = modelled(*tree, req.count * 4, req.topology);
     const double sim = simulate_allreduce(*tree, req).seconds;
-    EXPECT_NEAR(sim / model, 1.0, n % 2 == 0 ? 0.03 : 0.08) << "n " << n;
+    EXPECT_NEAR(sim / model, 1.0, n % 2 == 0 ? 1e-9 : 0.05) << "n " << n;
+  }
+}
+
+// The first segment of each phase climbs from the deepest leaf: below the
+// root each hop's parent takes its two children's segments at once, on
+// one port, so the climb pays two segments' transfer a hop. Over HDR
+// InfiniBand (its protocols included) the model is the simulation's time
+// to rounding at 8 and 64 ranks, where the simulation took up to 1.32x the
+// model that paid one segment a hop. On DGX A100 nodes, where a path
+// mixes NVLink and NIC hops, within 5% at 16 and 48 ranks, where the model
+// that paid the slowest link's latency at every hop was up to 1.75x the
+// simulation.
+TEST(ModelVsSim, DoubleTreeClimbsTwoChildrenAHop) {
+  const LinkSpec ib = find_link_preset("ib_hdr_200g", "test");
+  const LinkSpec nvlink = find_link_preset("a100_nvlink", "test");
+  for (const auto& [n, per_node] : {std::pair{8, 1}, std::pair{64, 1}, std::pair{16, 8}, std::pair{48, 8}}) {
+    for (std::size_t kib : {64, 1024, 16384}) {
+      SchemeOptions o;
+      o.workers = n;
+      o.ranks_per_node = per_node;
+      auto tree = make_scheme("tree", o);
+      SimRequest req;
+      req.count = (kib << 10) / 4;
+      req.topology = Topology::grouped(n, per_node, 0, nvlink, ib);
+      const double model = modelled(*tree, req.count * 4, req.topology);
+      const double sim = simulate_allreduce(*tree, req).seconds;
+      EXPECT_NEAR(sim, model, model * (per_node == 1 ? 1e-9 : 0.05))
+          << n << " ranks, " << per_node << " a node, " << kib << " KiB";
+    }
   }
 }
 
