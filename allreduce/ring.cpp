@@ -382,7 +382,9 @@ Traffic RingScheme::expected_traffic(int endpoint, std::size_t count, DType dtyp
 
 int ring_segments(double block_bytes, std::size_t segment_bytes) {
   if (segment_bytes == 0 || block_bytes <= static_cast<double>(segment_bytes)) return 1;
-  return static_cast<int>(std::ceil(block_bytes / static_cast<double>(segment_bytes)));
+  // Bounded where an int holds it (a block of a byte a segment, terabytes long).
+  constexpr double kMost = 1 << 30;
+  return static_cast<int>(std::min(kMost, std::ceil(block_bytes / static_cast<double>(segment_bytes))));
 }
 
 double ring_phase_model_time(const Topology& topology, const std::vector<int>& members,
