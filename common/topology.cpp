@@ -147,12 +147,19 @@ std::vector<double> Topology::leaf_rates() const {
   return rate;
 }
 
-void Topology::add_switch(int first, int ports, LinkSpec link, bool in_node) {
+void Topology::add_switch(int first, int ports, LinkSpec link, bool in_node,
+                          bool ports_multicast) {
   GRADEX_ENFORCE(first >= 1 && ports >= 1 && first + ports <= endpoints(), "switch ports ", first,
                  " to ", first + ports, " of ", endpoints());
   GRADEX_ENFORCE(!in_node || ports <= first, "a switch inside nodes has a port per GPU at most");
   for (const ReducingSwitch& s : switches) {
     GRADEX_ENFORCE(first >= s.first + s.ports || first + ports <= s.first, "switch ports overlap");
+  }
+  if (in_node && ports_multicast) {
+    for (int i = 0; i < ports; ++i) {
+      GRADEX_ENFORCE(same_node(i, 0), "a switch whose ports multicast is modelled inside one node");
+    }
+    link.bytes_per_second *= ports / (ports + 1.0);
   }
   switches.push_back({first, ports, std::move(link), in_node});
   if (in_node) {

@@ -193,7 +193,17 @@ struct Topology {
   // at `link`: port first + i moved onto endpoint i's node when `in_node`
   // (NVLS: with one node of GPUs, all on it), else left on nodes of their
   // own (SHARP, reached through the GPUs' NICs).
-  void add_switch(int first, int ports, LinkSpec link, bool in_node);
+  //
+  // `ports_multicast`: the scheme's switch ports send each sum to every GPU
+  // themselves (in_network's server ports). NVLink SHARP, as NCCL runs it,
+  // sends a slice's sum to the GPU that owns the slice, which multicasts it
+  // back through the switch (multimem.ld_reduce, then multimem.st): each of
+  // the n ports of one node carries its slice once more each way, 1 + 1/n
+  // of the payload. A switch inside one node whose ports multicast
+  // themselves therefore runs them at n/(n+1) of `link`'s rate, the time
+  // that trip takes; a scheme that sends the sum through its owner
+  // (in_network_hierarchical) makes the trip in messages of its own.
+  void add_switch(int first, int ports, LinkSpec link, bool in_node, bool ports_multicast = false);
 
   // `workers` endpoints in nodes of `per_node`, then `servers` endpoints on
   // dedicated machines of their own (one node each).

@@ -421,7 +421,8 @@ Topology scenario_topology(const Scenario& s, const Scheme& scheme, int workers)
       }
       // NVLS: the switch is the GPUs' own node's; SHARP: a switch of its
       // own, reached through each GPU's NIC.
-      t.add_switch(workers, scheme.endpoints() - workers, used, one_node);
+      t.add_switch(workers, scheme.endpoints() - workers, used, one_node,
+                   /*ports_multicast=*/true);
       return t;
     }
     case Scheme::ReducingSwitches::per_node_and_across: {
@@ -437,7 +438,10 @@ Topology scenario_topology(const Scenario& s, const Scheme& scheme, int workers)
                "in_network_hierarchical needs the switch between the nodes that sums: give "
                "network.switch (--switch; e.g. \"ib_ndr_sharp\")");
       }
-      t.add_switch(workers, workers, inside, /*in_node=*/true);
+      // On one node the node's switch spreads each sum at once, as
+      // in_network's ports do; across nodes the sum comes back through
+      // the GPU that carried it, in the scheme's own messages.
+      t.add_switch(workers, workers, inside, /*in_node=*/true, /*ports_multicast=*/one_node);
       t.add_switch(2 * workers, workers, across, /*in_node=*/false);
       return t;
     }

@@ -46,8 +46,10 @@ TEST(Calibration, EveryPublishedPointIsReproducedWithinItsTolerance) {
     req.topology = Topology::grouped(workers, o.ranks_per_node, scheme->endpoints() - workers,
                                      intra, inter, p["nic_per_node"].get<bool>());
     if (scheme->reduces_in_network()) {
-      req.topology.add_switch(workers, scheme->endpoints() - workers, find_link_preset(p["switch"].get<std::string>(), "switch"),
-                               workers <= o.ranks_per_node);
+      // As scenario_topology adds in_network's switch.
+      req.topology.add_switch(workers, scheme->endpoints() - workers,
+                              find_link_preset(p["switch"].get<std::string>(), "switch"),
+                              workers <= o.ranks_per_node, /*ports_multicast=*/true);
     }
     const double seconds = simulate_allreduce(*scheme, req).seconds;
     ASSERT_GT(seconds, 0);

@@ -264,6 +264,28 @@ TEST(LinkShaper, ASwitchPortRunsAtTheSwitchsRate) {
   EXPECT_DOUBLE_EQ(pull.arrival, 2.0);
 }
 
+TEST(Topology, SwitchPortsThatMulticastRunAtTheShareOfTheOwnersTrip) {
+  // NVLS takes each slice's sum to its owner GPU and back: on 4 GPUs a
+  // port carries 5/4 of the payload, so ports that multicast the sum
+  // themselves run at 4/5 of the switch's rate.
+  Topology t = Topology::grouped(4, 4, 4, {1e6, 0}, {1e6, 0});
+  t.add_switch(4, 4, {1e6, 0}, /*in_node=*/true, /*ports_multicast=*/true);
+  EXPECT_DOUBLE_EQ(t.port_rate(5, 1), 0.8e6);
+  EXPECT_DOUBLE_EQ(t.port_rate(1, 5), 1e6);  // the GPU's own NVLink port
+  // Without the flag (a scheme that makes the trip in its own messages),
+  // and across nodes (SHARP, which multicasts from the switch), the rate.
+  Topology own = Topology::grouped(4, 4, 4, {1e6, 0}, {1e6, 0});
+  own.add_switch(4, 4, {1e6, 0}, /*in_node=*/true);
+  EXPECT_DOUBLE_EQ(own.port_rate(5, 1), 1e6);
+  Topology sharp = Topology::grouped(4, 1, 4, {1e6, 0}, {1e6, 0});
+  sharp.add_switch(4, 4, {1e6, 0}, /*in_node=*/false, /*ports_multicast=*/true);
+  EXPECT_DOUBLE_EQ(sharp.port_rate(5, 1), 1e6);
+  // The owner's trip is modelled for the GPUs of one node.
+  Topology two_nodes = Topology::grouped(4, 2, 4, {1e6, 0}, {1e6, 0});
+  EXPECT_THROW(two_nodes.add_switch(4, 4, {1e6, 0}, /*in_node=*/true, /*ports_multicast=*/true),
+               InvariantError);
+}
+
 TEST(LinkShaper, ZeroByteSignalsDoNotQueueBehindData) {
   // Worker 0 books worker 1's ingress for a second; worker 3's barrier
   // signal to worker 1 still arrives after the latency alone.
