@@ -41,8 +41,10 @@ class RailRingsScheme final : public Scheme {
   bool segmented() const override { return true; }
   Traffic expected_traffic(int endpoint, std::size_t count, DType dtype) const override;
   // The ring's model with every ring's blocks moving in each of the
-  // 2 (n-1) steps, those that share a port (a GPU's NVLink: G-1 rings on
-  // several nodes; a NIC: one ring, G where the node has one) taking turns.
+  // 2 (n-1) steps (rings_time): the busiest port (a GPU's NVLink: G-1
+  // rings on several nodes; a NIC: one ring, G where the node has one)
+  // moves all its rings' blocks each step, and down a ring's chain a hop
+  // shares its port with the hops in its own phase only.
   double model_time(std::size_t bytes, const Topology& topology) const override;
 
  private:

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 namespace gradex {
@@ -89,6 +91,78 @@ double costliest_chain_per_step(const std::vector<double>& hop, int steps) {
   return (static_cast<double>(static_cast<std::size_t>(steps) / n) * lap + worst) / steps;
 }
 
+// A ring's hops do not all move at once. Each is paced by the hops
+// before it, down to the ring's costliest (its slowest link, its latency):
+// the hop after that one starts when its bytes arrive, the next one hop
+// later, and so on. Rings that share a port move together on it only where
+// their hops there are as far from their costliest hop: rings that are
+// copies of one another (a node's rings through one NIC, rings on one kind
+// of link) share it every step, while NCCL's rings across rail-optimised
+// nodes, which pass a GPU's NVLink port one, two, ... hops after their NIC,
+// find it mostly free. So down the chain a hop pays for the bytes of the
+// hops in its own phase on its busier port (its own bytes at least); the
+// port's whole load paces the rings as the busiest port (rings_time).
+std::vector<double> in_phase_turns(const Topology& topology,
+                                   const std::vector<std::vector<int>>& rings,
+                                   const std::vector<Flow>& step, const std::vector<double>& delay,
+                                   const std::vector<double>& own) {
+  // Each hop's phase: hops since its ring's last costliest hop.
+  std::vector<std::size_t> phase(step.size(), 0);
+  std::size_t first = 0;
+  for (const std::vector<int>& ring : rings) {
+    if (ring.size() <= 1) continue;
+    const std::size_t n = ring.size();
+    double costliest = 0;
+    for (std::size_t i = 0; i < n; ++i) costliest = std::max(costliest, delay[first + i] + own[first + i]);
+    const auto is_costliest = [&](std::size_t i) {
+      return delay[first + i] + own[first + i] >= costliest * (1 - 1e-9);
+    };
+    std::size_t start = 0;
+    while (!is_costliest(start)) ++start;
+    std::size_t since = 0;
+    for (std::size_t k = 1; k <= n; ++k) {
+      const std::size_t i = (start + k) % n;
+      since = is_costliest(i) ? 0 : since + 1;
+      phase[first + i] = since;
+    }
+    first += n;
+  }
+  // Bytes on the wire per (port, phase): egress and ingress ports, and the
+  // leaves' uplinks and downlinks across a spine.
+  const std::vector<double> leaf_rate = topology.leaf_rates();
+  enum Side : std::uint64_t { egress, ingress, uplink, downlink };
+  const auto key = [](Side side, std::size_t slot, std::size_t hop_phase) {
+    return (static_cast<std::uint64_t>(slot) << 32) | (static_cast<std::uint64_t>(side) << 30) |
+           static_cast<std::uint64_t>(hop_phase);
+  };
+  std::unordered_map<std::uint64_t, double> load;
+  std::vector<detail::FlowEnds> ends(step.size());
+  for (std::size_t i = 0; i < step.size(); ++i) {
+    ends[i] = detail::flow_ends(topology, step[i].src, step[i].dst);
+    const double wire = ends[i].link->wire_bytes(step[i].bytes);
+    load[key(egress, ends[i].egress, phase[i])] += wire;
+    load[key(ingress, ends[i].ingress, phase[i])] += wire;
+    if (ends[i].up_leaf >= 0) load[key(uplink, static_cast<std::size_t>(ends[i].up_leaf), phase[i])] += wire;
+    if (ends[i].down_leaf >= 0) load[key(downlink, static_cast<std::size_t>(ends[i].down_leaf), phase[i])] += wire;
+  }
+  std::vector<double> turn(step.size(), 0.0);
+  for (std::size_t i = 0; i < step.size(); ++i) {
+    if (ends[i].link->unlimited()) continue;
+    double longest = std::max(load.at(key(egress, ends[i].egress, phase[i])) / ends[i].egress_rate,
+                              load.at(key(ingress, ends[i].ingress, phase[i])) / ends[i].ingress_rate);
+    if (ends[i].up_leaf >= 0) {
+      longest = std::max(longest, load.at(key(uplink, static_cast<std::size_t>(ends[i].up_leaf), phase[i])) /
+                                      leaf_rate[static_cast<std::size_t>(ends[i].up_leaf)]);
+    }
+    if (ends[i].down_leaf >= 0) {
+      longest = std::max(longest, load.at(key(downlink, static_cast<std::size_t>(ends[i].down_leaf), phase[i])) /
+                                      leaf_rate[static_cast<std::size_t>(ends[i].down_leaf)]);
+    }
+    turn[i] = std::max(own[i], longest);
+  }
+  return turn;
+}
+
 }  // namespace
 
 double rings_time(const Topology& topology, const std::vector<std::vector<int>>& rings,
@@ -111,13 +185,21 @@ double rings_time(const Topology& topology, const std::vector<std::vector<int>>&
   std::vector<double> delay(step.size(), 0.0);
   std::vector<double> serialise(step.size(), 0.0);
   double slowest_segment = 0;  // the longest turn a segment takes on a port
+  std::vector<double> own(step.size(), 0.0);  // a hop's bytes alone on its ports
   detail::port_times(topology, each_of(step), [&](const Flow& f, const LinkSpec& link, double turn) {
     const auto i = static_cast<std::size_t>(&f - step.data());
     delay[i] = link.delay(f.bytes / segments);
     serialise[i] = turn;
-    hop[i] = delay[i] + turn / segments;
-    slowest_segment = std::max(slowest_segment, turn / segments);
+    const detail::FlowEnds ends = detail::flow_ends(topology, f.src, f.dst);
+    own[i] = link.unlimited() ? 0.0
+                              : link.wire_bytes(f.bytes) /
+                                    std::min(ends.egress_rate, ends.ingress_rate);
   });
+  const std::vector<double> shared = in_phase_turns(topology, rings, step, delay, own);
+  for (std::size_t i = 0; i < step.size(); ++i) {
+    hop[i] = delay[i] + shared[i] / segments;
+    slowest_segment = std::max(slowest_segment, shared[i] / segments);
+  }
   // The busiest port is busy every step and hides the latencies behind its
   // transfers but the last; between two phases, the latency of the hop
   // that brings its sender the previous phase's last segment.

@@ -59,9 +59,13 @@ double slowest_message(const Topology& topology, const std::vector<std::pair<int
 // received, so a chain of `steps` consecutive hops of one ring pays each
 // hop's latency and transfer in turn (the costliest chain counts: on nodes
 // of 8 GPUs it crosses a NIC once every 8 hops and NVLink the other 7
-// times). And the busiest port (hops of different rings that share a port
-// take turns on it, as in slowest_flow) moves its bytes every step,
-// hiding the latencies behind its transfers but the last.
+// times). Down the chain a hop shares its ports only with the hops there
+// in its own phase, as many hops after their ring's costliest hop (rings
+// that are copies of one another move together; NCCL's rings across
+// rail-optimised nodes pass a GPU's NVLink port one, two, ... hops after
+// their NIC, each alone). And the busiest port (hops of different rings
+// that share a port take turns on it, as in slowest_flow) moves its bytes
+// every step, hiding the latencies behind its transfers but the last.
 //
 // With `segments` per block, each hop forwards a segment as soon as it
 // has arrived: the chain pays a segment's transfer and latency per step,

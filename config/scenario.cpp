@@ -85,7 +85,9 @@ LinkSpec read_link(JsonReader& parent, const std::string& key, bool& present) {
   // A hardware name (config/link_presets.h): "ib_hdr_200g", or an object
   // {"preset": ..., "latency": ...} to override its latency, and
   // "protocols": false to drop its protocol and launch costs (the
-  // datasheet's rate, as a back-of-the-envelope analysis assumes it).
+  // datasheet's rate, as a back-of-the-envelope analysis assumes it), or
+  // one of its protocols' names to run every collective with that one, as
+  // NCCL_PROTO does.
   if (const auto* name = parent.find(key); name->is_string()) {
     return find_link_preset(name->get<std::string>(), parent.child(key));
   }
@@ -96,9 +98,21 @@ LinkSpec read_link(JsonReader& parent, const std::string& key, bool& present) {
     if (!preset->is_string()) throw ConfigError(link.child("preset"), "expected a preset name");
     spec = find_link_preset(preset->get<std::string>(), link.child("preset"));
     if (bw != nullptr) throw ConfigError(link.child("bandwidth"), "give a preset or a bandwidth, not both");
-    if (const auto* protocols = link.find("protocols")) {
+    if (const auto* protocols = link.find("protocols"); protocols != nullptr && protocols->is_string()) {
+      const std::string name = protocols->get<std::string>();
+      std::string offered;
+      for (const LinkProtocol& p : spec.protocols) offered += (offered.empty() ? "" : ", ") + std::string(p.name);
+      if (std::none_of(spec.protocols.begin(), spec.protocols.end(),
+                       [&](const LinkProtocol& p) { return same_protocol(p.name, name.c_str()); })) {
+        throw ConfigError(link.child("protocols"),
+                          "'" + preset->get<std::string>() + "' has no protocol '" + name + "'" +
+                              (offered.empty() ? " (it has none)" : " (it has " + offered + ")"));
+      }
+      spec = spec.with_protocol(name.c_str());
+    } else if (protocols != nullptr) {
       if (!protocols->is_boolean()) {
-        throw ConfigError(link.child("protocols"), "expected true or false, got " + json_kind(*protocols));
+        throw ConfigError(link.child("protocols"),
+                          "expected true, false or a protocol's name, got " + json_kind(*protocols));
       }
       if (!protocols->get<bool>()) {
         spec.protocols.clear();

@@ -191,8 +191,8 @@ GAP_REASONS = {
     "ring": "a sliced ring's next slice leaves while the one before it is gathered; "
             "its model sums the slices",
     "hierarchical": "its phases' gaps: a sliced ring's, or its scheme's across nodes",
-    "rail_rings": "its rings share each GPU's NVLink port, which the simulation shares "
-                  "and the model lets them take in turns",
+    "rail_rings": "its rings pass a GPU's NVLink port at phases the model rounds to "
+                  "whole hops after their NIC",
     "tree": "with an odd number of ranks rank 0 forwards in both trees; on a node's shared NIC "
             "the first segments' climb meets the node's other crossings at other times",
     "halving_doubling": "a folded pair shares a port with the core's first message",

@@ -177,6 +177,33 @@ TEST(Scenario, ANodePresetSetsRanksLinksAndNics) {
   }
 }
 
+// A preset's link pinned to one of its protocols (as NCCL_PROTO pins
+// NCCL's): that protocol alone, with its launch; a name the preset does not
+// have is refused with the names it has.
+TEST(Scenario, APresetsLinkCanBePinnedToOneOfItsProtocols) {
+  const auto s = parse_scenario(nlohmann::json::parse(R"({"name": "t", "sizes": [4],
+      "network": {"intra_node": {"preset": "h100_nvlink", "protocols": "Simple"},
+                  "inter_node": {"preset": "ib_ndr_400g", "protocols": "LL"}}})"));
+  const LinkSpec nvlink = find_link_preset("h100_nvlink", "");
+  ASSERT_EQ(s.network.intra_node.protocols.size(), 1u);
+  EXPECT_STREQ(s.network.intra_node.protocols[0].name, "Simple");
+  EXPECT_DOUBLE_EQ(s.network.intra_node.launch_seconds,
+                   nvlink.with_protocol("Simple").launch_seconds);
+  EXPECT_DOUBLE_EQ(s.network.intra_node.bytes_per_second, nvlink.bytes_per_second);
+  ASSERT_EQ(s.network.inter_node.protocols.size(), 1u);
+  EXPECT_STREQ(s.network.inter_node.protocols[0].name, "LL");
+  try {
+    parse_scenario(nlohmann::json::parse(R"({"name": "t", "sizes": [4],
+        "network": {"intra_node": {"preset": "h100_nvlink", "protocols": "LL128"}}})"));
+    FAIL() << "LL128 was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "/network/intra_node/protocols");
+    EXPECT_NE(std::string(e.what()).find("has no protocol 'LL128' (it has LL, Simple)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // The plan of a scenario written inline, and the field its refusal names.
 RunPlan plan(const std::string& json) {
   return plan_runs(parse_scenario(nlohmann::json::parse(json)));
