@@ -41,7 +41,7 @@ class ProtocolScope {
 
 ProtocolChoice Scheme::protocol_choice(Collective c, std::size_t bytes,
                                        const Topology& topology) const {
-  const std::vector<const char*> names = topology.protocol_choices();
+  const std::vector<const char*> names = topology.protocol_choices(reduces_in_network());
   if (names.empty()) {
     const double launch = topology.launch_seconds();
     return {nullptr, launch, launch + collective_model_time(c, bytes, topology)};
@@ -75,7 +75,7 @@ void Scheme::run(Comm& comm, Collective c, Tensor data, ReduceOp op, const Topol
   if (network == nullptr) network = comm.shaping();
   const ProtocolChoice choice =
       network == nullptr ? ProtocolChoice{}
-      : network->protocol_choices().empty()
+      : network->protocol_choices(reduces_in_network()).empty()
           ? ProtocolChoice{nullptr, network->launch_seconds(), 0}
           : protocol_choice(c, data.bytes(), *network);
   const ProtocolScope scope(comm, choice.protocol);

@@ -115,7 +115,8 @@ class Scheme {
   double predicted_time(Collective c, std::size_t bytes, const Topology& topology) const {
     return protocol_choice(c, bytes, topology).seconds;
   }
-  // The protocol among topology.protocol_choices() with which the model
+  // The protocol among topology.protocol_choices() (through its switches
+  // alone for a scheme that reduces in the network) with which the model
   // predicts `c` of `bytes` fastest (the first on a tie); remembered for
   // the network's serial, so that every rank's run() pays for one choice.
   ProtocolChoice protocol_choice(Collective c, std::size_t bytes, const Topology& topology) const;

@@ -74,18 +74,20 @@ std::uint64_t Topology::Serial::next() {
   return ++counter;
 }
 
-std::vector<const char*> Topology::protocol_choices() const {
+std::vector<const char*> Topology::protocol_choices(bool through_switches) const {
   std::vector<const char*> names;
   auto add = [&](const LinkSpec& link) {
-    if (link.protocols.size() < 2) return;
+    if (link.protocols.size() < (through_switches ? 1u : 2u)) return;
     for (const LinkProtocol& p : link.protocols) {
       const bool known = std::any_of(names.begin(), names.end(),
                                      [&](const char* n) { return same_protocol(n, p.name); });
       if (!known) names.push_back(p.name);
     }
   };
-  add(intra);
-  add(inter);
+  if (!through_switches) {
+    add(intra);
+    add(inter);
+  }
   for (const ReducingSwitch& s : switches) add(s.link);
   return names;
 }

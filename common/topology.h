@@ -163,8 +163,12 @@ struct Topology {
   double launch_seconds() const { return std::max(intra.launch_seconds, inter.launch_seconds); }
   // The protocols a collective chooses among: those of every link that
   // offers more than one, each name once, in the order first met. Empty
-  // when no link offers a choice.
-  std::vector<const char*> protocol_choices() const;
+  // when no link offers a choice. `through_switches`: every message of the
+  // collective has a reducing switch's port at one end (the in_network
+  // schemes), so only the switches' links count, each with every protocol
+  // it has: NVLink SHARP runs Simple alone, and its collective pays
+  // Simple's launch however many protocols NVLink offers.
+  std::vector<const char*> protocol_choices(bool through_switches = false) const;
   // This network as a collective run with protocol `name` sees it (each
   // link's with_protocol): what its model is computed on.
   Topology with_protocol(const char* name) const;

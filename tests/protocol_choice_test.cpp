@@ -64,6 +64,30 @@ TEST(ProtocolChoice, PinningKeepsOneProtocolAndItsLaunch) {
   EXPECT_STREQ(pinned.inter.protocols[0].name, "only");
 }
 
+// A scheme whose every message has a reducing switch at one end chooses
+// among the switches' protocols alone: NVLink SHARP runs Simple, so
+// in_network on an H100 node takes Simple and its launch at every size,
+// though the node's NVLink offers LL too (it took LL's cheaper launch
+// for messages that never crossed a link with LL).
+TEST(ProtocolChoice, ASchemeThroughSwitchesTakesTheirProtocols) {
+  Topology node = Topology::grouped(8, 8, 8, find_link_preset("h100_nvlink", "test"),
+                                    find_link_preset("ib_ndr_400g", "test"));
+  node.add_switch(8, 8, find_link_preset("h100_nvls", "test"), /*in_node=*/true,
+                  /*ports_multicast=*/true);
+  const std::vector<const char*> through = node.protocol_choices(/*through_switches=*/true);
+  ASSERT_EQ(through.size(), 1u);
+  EXPECT_STREQ(through[0], "Simple");
+  EXPECT_EQ(node.protocol_choices().size(), 2u);  // LL and Simple, the GPUs' links
+  const auto in_network = scheme_on("in_network", 8);
+  for (const std::size_t bytes : {std::size_t{8}, std::size_t{1} << 30}) {
+    const ProtocolChoice c = in_network->protocol_choice(Collective::all_reduce, bytes, node);
+    EXPECT_STREQ(c.protocol, "Simple") << bytes;
+    EXPECT_DOUBLE_EQ(c.launch_seconds, 8.4e-6) << bytes;
+  }
+  // The ring on the same node still chooses among NVLink's.
+  EXPECT_STREQ(scheme_on("ring", 8)->protocol_choice(Collective::all_reduce, 8, node).protocol, "LL");
+}
+
 TEST(ProtocolChoice, SmallCollectivesTakeLlAndLargeOnesSimple) {
   const auto ring = scheme_on("ring", 8);
   const Topology node = dgx_a100_node(8);
