@@ -293,6 +293,14 @@ TEST(Scenario, InNetworkReductionNeedsASwitchThatSums) {
   EXPECT_DOUBLE_EQ(nvls.link(0, 8).bytes_per_second,
                    find_link_preset("h100_nvls", "").bytes_per_second * 8 / 9);
   EXPECT_NEAR(nvls.link(0, 8).bytes_per_second, 275e9, 1e3);
+  // On one node the two-level scheme spreads each sum from the switch as
+  // in_network does, at the same rate; across nodes (below) the sum comes
+  // back through its owner GPU in the scheme's own messages.
+  const RunPlan one_two_level = plan(R"({"name": "t", "sizes": [4096], "workers": 8,
+      "transport": "sim", "schemes": ["in_network_hierarchical"], "network": {"node": "dgx_h100"}})");
+  const Topology node_only =
+      scenario_topology(one_two_level.scenario, *one_two_level.runs[0].instance, 8);
+  EXPECT_DOUBLE_EQ(node_only.link(0, 8).bytes_per_second, nvls.link(0, 8).bytes_per_second);
   EXPECT_DOUBLE_EQ(nvls.link(0, 7).bytes_per_second,
                    find_link_preset("h100_nvlink", "").bytes_per_second);
 
