@@ -179,7 +179,9 @@ def plot_busbw(rows, args, files):
         ax.set_ylabel("bus bandwidth (GB/s)")
         ax.set_title(f"{n} workers")
         ax.grid(True, which="both", alpha=0.3)
-    shared_legend(fig, axes[0][0], "dashed: the cost model", model_gaps(rows))
+    shown = set(counts)
+    shared_legend(fig, axes[0][0], "dashed: the cost model",
+                  model_gaps([r for r in rows if int(r["workers"]) in shown]))
     return fig
 
 
@@ -199,30 +201,42 @@ GAP_REASONS = {
     "recursive_doubling": "a folded pair shares a port with the core's first message",
     "ps_hybrid": "its ring's steps and the servers' round overlap in part on small messages",
 }
+# Where a scheme's collective other than the all-reduce parts for a reason
+# of its own: (scheme, collective) first, then the scheme's.
+COLLECTIVE_GAP_REASONS = {
+    ("tree", "reduce_scatter"): "each of a rank's streams forwards its half-blocks in block "
+                                "order, so one from a far owner holds back those behind it",
+    ("tree", "all_gather"): "each of a rank's streams forwards its half-blocks in block "
+                            "order, so one from a far owner holds back those behind it",
+}
 # A measured run also pays what no link model counts.
 MEASURED_REASON = ("a real run also pays this machine's per-message software cost and memory "
                    "copies, which the link model leaves out")
 
 
 def model_gaps(rows):
-    """Per scheme, the largest gap between the cost model and a measured or
-    simulated time, as lines for the figure, when above GAP_SHOWN."""
+    """Per scheme and collective, the largest gap between the cost model
+    and a measured or simulated time, as lines for the figure, when above
+    GAP_SHOWN."""
     worst = {}
     for r in rows:
         model, time = float(r.get("model_time_s") or "nan"), float(r["time_s"])
         if not (model > 0 and time > 0) or r["source"] == "model":
             continue
         gap = model / time - 1
-        if abs(gap) > abs(worst.get(r["scheme"], (0, None))[0]):
-            worst[r["scheme"]] = (gap, r)
+        key = (r["scheme"], r.get("collective") or "all_reduce")
+        if abs(gap) > abs(worst.get(key, (0, None))[0]):
+            worst[key] = (gap, r)
     lines = []
-    for scheme, (gap, r) in sorted(worst.items()):
+    for (scheme, collective), (gap, r) in sorted(worst.items()):
         if abs(gap) <= GAP_SHOWN:
             continue
+        what = scheme if collective == "all_reduce" else f"{scheme}'s {collective}"
         where = f"{r['workers']} workers, {size_label(int(r['bytes']))}"
         reason = (MEASURED_REASON if r["source"] == "measured"
-                  else GAP_REASONS.get(scheme, "not explained yet"))
-        lines.append(f"{scheme}: the model is {abs(gap):.0%} {'above' if gap > 0 else 'below'} "
+                  else COLLECTIVE_GAP_REASONS.get((scheme, collective))
+                  or GAP_REASONS.get(scheme, "not explained yet"))
+        lines.append(f"{what}: the model is {abs(gap):.0%} {'above' if gap > 0 else 'below'} "
                      f"the {r['source']} time at {where} "
                      f"({reason})")
     return lines
