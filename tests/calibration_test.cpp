@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config/link_presets.h"
+#include "config/scenario.h"
 #include "runner/simulate.h"
 #include "schemes/registry.h"
 
@@ -38,19 +38,22 @@ TEST(Calibration, EveryPublishedPointIsReproducedWithinItsTolerance) {
     o.workers = workers;
     o.ranks_per_node = p["ranks_per_node"];
     auto scheme = make_scheme(p["scheme"].get<std::string>(), o);
-    const LinkSpec intra = find_link_preset(p["intra_node"].get<std::string>(), "intra_node");
-    const LinkSpec inter = find_link_preset(p["inter_node"].get<std::string>(), "inter_node");
     SimRequest req;
     const std::size_t bytes = p["bytes"];
     req.count = bytes / 4;  // f32
-    req.topology = Topology::grouped(workers, o.ranks_per_node, scheme->endpoints() - workers,
-                                     intra, inter, p["nic_per_node"].get<bool>());
-    if (scheme->reduces_in_network()) {
-      // As scenario_topology adds in_network's switch.
-      req.topology.add_switch(workers, scheme->endpoints() - workers,
-                              find_link_preset(p["switch"].get<std::string>(), "switch"),
-                              workers <= o.ranks_per_node, /*ports_multicast=*/true);
-    }
+    // The network as a scenario naming the same presets builds it.
+    nlohmann::json network = {{"intra_node", p["intra_node"]},
+                              {"inter_node", p["inter_node"]},
+                              {"nic_per_node", p["nic_per_node"]}};
+    if (p.contains("switch")) network["switch"] = p["switch"];
+    const Scenario scenario = parse_scenario({{"name", "calibration"},
+                                              {"sizes", {bytes}},
+                                              {"workers", workers},
+                                              {"ranks_per_node", o.ranks_per_node},
+                                              {"transport", "sim"},
+                                              {"schemes", {p["scheme"]}},
+                                              {"network", network}});
+    req.topology = scenario_topology(scenario, *scheme, workers);
     const double seconds = simulate_allreduce(*scheme, req).seconds;
     ASSERT_GT(seconds, 0);
     const double tolerance = p["tolerance"];
