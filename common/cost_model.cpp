@@ -104,8 +104,17 @@ double costliest_chain_per_step(const std::vector<double>& hop, int steps) {
 // port's whole load paces the rings as the busiest port (rings_time).
 std::vector<double> in_phase_turns(const Topology& topology,
                                    const std::vector<std::vector<int>>& rings,
-                                   const std::vector<Flow>& step, const std::vector<double>& delay,
-                                   const std::vector<double>& own) {
+                                   const std::vector<Flow>& step, const std::vector<double>& delay) {
+  // Each hop's ends, and its bytes alone on its ports.
+  std::vector<detail::FlowEnds> ends(step.size());
+  std::vector<double> own(step.size(), 0.0);
+  for (std::size_t i = 0; i < step.size(); ++i) {
+    ends[i] = detail::flow_ends(topology, step[i].src, step[i].dst);
+    if (!ends[i].link->unlimited()) {
+      own[i] = ends[i].link->wire_bytes(step[i].bytes) /
+               std::min(ends[i].egress_rate, ends[i].ingress_rate);
+    }
+  }
   // Each hop's phase: hops since its ring's last costliest hop.
   std::vector<std::size_t> phase(step.size(), 0);
   std::size_t first = 0;
@@ -136,9 +145,7 @@ std::vector<double> in_phase_turns(const Topology& topology,
            static_cast<std::uint64_t>(hop_phase);
   };
   std::unordered_map<std::uint64_t, double> load;
-  std::vector<detail::FlowEnds> ends(step.size());
   for (std::size_t i = 0; i < step.size(); ++i) {
-    ends[i] = detail::flow_ends(topology, step[i].src, step[i].dst);
     const double wire = ends[i].link->wire_bytes(step[i].bytes);
     load[key(egress, ends[i].egress, phase[i])] += wire;
     load[key(ingress, ends[i].ingress, phase[i])] += wire;
@@ -185,17 +192,12 @@ double rings_time(const Topology& topology, const std::vector<std::vector<int>>&
   std::vector<double> delay(step.size(), 0.0);
   std::vector<double> serialise(step.size(), 0.0);
   double slowest_segment = 0;  // the longest turn a segment takes on a port
-  std::vector<double> own(step.size(), 0.0);  // a hop's bytes alone on its ports
   detail::port_times(topology, each_of(step), [&](const Flow& f, const LinkSpec& link, double turn) {
     const auto i = static_cast<std::size_t>(&f - step.data());
     delay[i] = link.delay(f.bytes / segments);
     serialise[i] = turn;
-    const detail::FlowEnds ends = detail::flow_ends(topology, f.src, f.dst);
-    own[i] = link.unlimited() ? 0.0
-                              : link.wire_bytes(f.bytes) /
-                                    std::min(ends.egress_rate, ends.ingress_rate);
   });
-  const std::vector<double> shared = in_phase_turns(topology, rings, step, delay, own);
+  const std::vector<double> shared = in_phase_turns(topology, rings, step, delay);
   for (std::size_t i = 0; i < step.size(); ++i) {
     hop[i] = delay[i] + shared[i] / segments;
     slowest_segment = std::max(slowest_segment, shared[i] / segments);
