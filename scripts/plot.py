@@ -73,6 +73,7 @@ def recorded_source(path):
 
 # The columns each figure reads, and which of them are numbers.
 COLUMNS = {
+    "train_rows": {"scheme": str, "workers": int, "epoch": int},
     "busbw": {"scheme": str, "workers": int, "bytes": int, "time_s": float, "busbw_Bps": float},
     "scaling": {"scheme": str, "workers": int, "bytes": int, "time_s": float},
     "training": {"scheme": str, "workers": int, "epoch": int, "train_loss": float,
@@ -107,6 +108,9 @@ def check(rows, kind):
             value = r.get(column)
             if value is None:
                 fail(f"plot: {r['_where']}: no '{column}' column (a {kind} figure needs it)")
+            if value == "" and kind_of_value is float:
+                fail(f"plot: {r['_where']}: {column} is empty (an emulated model computes no "
+                     "loss: plot its step times, --kind train_scaling)")
             try:
                 kind_of_value(value)
             except ValueError:
@@ -115,7 +119,7 @@ def check(rows, kind):
 
 def kind_of(rows):
     if "epoch" in rows[0]:
-        check(rows, "training")
+        check(rows, "train_rows")
         per_scheme = defaultdict(set)
         for r in rows:
             per_scheme[r["scheme"]].add(int(r["workers"]))

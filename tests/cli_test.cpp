@@ -287,14 +287,19 @@ TEST_F(Cli, PlotDrawsGradexRowsBesideImportedNcclTests) {
   const Outcome b = gradex("plot " + bad.string() + " -o " + png.string());
   EXPECT_EQ(b.code, 2);
   EXPECT_NE(b.err.find("bad.csv:2: time_s is 'abc', not a number"), std::string::npos) << b.err;
-  // Training rows at several worker counts: the step against workers.
+  // Training rows at several worker counts (an emulated model's: no loss,
+  // no accuracy): the step against workers; their loss cannot be drawn.
   const fs::path steps = write("steps.csv",
                                "scheme,workers,epoch,train_loss,test_accuracy,train_seconds,"
-                               "iteration_s,exposed_s\nring,8,1,0,0,1,0.045,0.0001\n"
-                               "ring,64,1,0,0,1,0.046,0.001\n");
+                               "iteration_s,exposed_s\nring,8,1,,,1,0.045,0.0001\n"
+                               "ring,64,1,,,1,0.046,0.001\n");
   const Outcome s = gradex("plot " + steps.string() + " -o " + png.string());
   ASSERT_EQ(s.code, 0) << s.output();
   EXPECT_NE(s.out.find("(train_scaling, 2 rows)"), std::string::npos) << s.out;
+  const Outcome losses = gradex("plot " + steps.string() + " --kind training -o " + png.string());
+  EXPECT_EQ(losses.code, 2) << losses.output();
+  EXPECT_NE(losses.err.find("steps.csv:2: train_loss is empty (an emulated model computes no loss"),
+            std::string::npos) << losses.err;
   const Outcome help = gradex("plot --help");
   EXPECT_EQ(help.code, 0);
   EXPECT_NE(help.out.find("--kind"), std::string::npos) << help.out;

@@ -332,6 +332,36 @@ TEST_F(TrainScenario, RunTrainsOnTheSimulator) {
   }
 }
 
+// An emulated model times its compute and computes no loss: the report
+// leaves its loss and accuracy out (empty cells, null), never writes 0,
+// while a trained MLP's are numbers.
+TEST_F(TrainScenario, AnEmulatedModelReportsNoLossRatherThanZero) {
+  const fs::path sc = dir_ / "emulated.json";
+  std::ofstream(sc) << R"({"name": "emulated", "workers": 2, "schemes": ["ring"], "transport": "sim",
+      "network": {"inter_node": {"bandwidth": "1GB/s", "latency": "5us"}},
+      "output": ")" << (dir_ / "emulated").string() << R"(",
+      "workload": {"kind": "train", "model": "resnet50", "fwd_ms": 1, "param_scale": 0.01,
+                   "max_steps": 1}})";
+  const Outcome o = gradex("run " + sc.string());
+  ASSERT_EQ(o.code, 0) << o.err << o.out;
+  EXPECT_NE(o.out.find("ring epoch 1: no loss (emulated compute)"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("train loss"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("test accuracy"), std::string::npos) << o.out;
+  const auto epoch = results("emulated")["runs"][0]["epochs"][0];
+  for (const char* field : {"train_loss", "test_loss", "test_accuracy"}) {
+    EXPECT_TRUE(epoch[field].is_null()) << field << ": " << epoch[field];
+  }
+  const std::string csv = slurp(dir_ / "emulated" / "results.csv");
+  EXPECT_NE(csv.find("ring,2,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",1,,,,"), std::string::npos) << csv;  // epoch 1, then three empty cells
+
+  const Outcome mlp = gradex("run " + scenario("mlp", "").string());
+  ASSERT_EQ(mlp.code, 0) << mlp.err << mlp.out;
+  EXPECT_NE(mlp.out.find("ring epoch 1: train loss "), std::string::npos) << mlp.out;
+  const auto trained = results("mlp")["runs"][0]["epochs"][0];
+  EXPECT_TRUE(trained["train_loss"].is_number()) << trained;
+  EXPECT_TRUE(trained["test_accuracy"].is_number()) << trained;
+}
 TEST_F(TrainScenario, BadWorkloadIsBadInputNamingThePointer) {
   const fs::path sc = dir_ / "bad.json";
   std::ofstream(sc) << R"({"name": "bad", "output": ")" << (dir_ / "bad").string()

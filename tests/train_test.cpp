@@ -681,8 +681,8 @@ TEST(Training, LearnsTheSyntheticTask) {
   c.trace_steps = 2;
   const TrainResult r = train_data_parallel("ps", options_for(2), c, train, test, {}, &trace);
   ASSERT_EQ(r.epochs.size(), 3u);
-  EXPECT_LT(r.epochs.back().train_loss, r.epochs.front().train_loss);
-  EXPECT_GT(r.epochs.back().test_accuracy, 0.9);
+  EXPECT_LT(r.epochs.back().train_loss.value(), r.epochs.front().train_loss.value());
+  EXPECT_GT(r.epochs.back().test_accuracy.value(), 0.9);
   // The timeline has compute spans and one span per bucket per traced step.
   std::size_t compute = 0, comm = 0;
   for (const auto& e : trace.events()) (e.track == 0 ? compute : comm)++;
@@ -795,13 +795,13 @@ TEST(PsTraining, AsynchronousModelsTrainAndSspBoundsStaleness) {
     ps.staleness = s;
     const PsTrainResult r = train_parameter_server(ps, c, workers, train, test);
     EXPECT_LE(r.staleness.max, (workers - 1) * (2 * s + 1)) << "s=" << s;
-    EXPECT_GT(r.final_test_accuracy, 0.85) << "s=" << s;
+    EXPECT_GT(r.final_test_accuracy.value(), 0.85) << "s=" << s;
   }
   PsTrainConfig asp;
   asp.consistency = Consistency::asp;
   asp.servers = 2;
   const PsTrainResult r = train_parameter_server(asp, c, workers, train, test);
-  EXPECT_GT(r.final_test_accuracy, 0.85);
+  EXPECT_GT(r.final_test_accuracy.value(), 0.85);
   EXPECT_EQ(r.train.epochs.size(), 3u);
   EXPECT_THROW(parse_consistency("bulk"), ConfigError);
 }

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,7 @@ struct PsTrainResult {
   // Staleness of each applied gradient: updates its shard applied between
   // the worker's pull of the values it used and the gradient's arrival.
   StalenessStats staleness;
-  double final_test_accuracy = 0;  // of the servers' final parameters
+  std::optional<double> final_test_accuracy;  // of the servers' final parameters, when evaluated
 };
 
 // Throws ConfigError (naming the field) for a configuration PS training

@@ -21,11 +21,12 @@ std::string fmt(const char* f, double v) {
 }  // namespace
 
 void print_epoch(std::ostream& out, const std::string& scheme, const EpochRecord& e) {
-  out << "  " << scheme << " epoch " << e.epoch << ": train loss " << fmt("%.4f", e.train_loss)
-      << ", test loss " << fmt("%.4f", e.test_loss) << ", test accuracy "
-      << fmt("%.2f%%", 100 * e.test_accuracy) << ", " << fmt("%.2f", e.train_seconds)
-      << " s training\n"
-      << std::flush;
+  out << "  " << scheme << " epoch " << e.epoch << ": ";
+  if (e.train_loss) out << "train loss " << fmt("%.4f", *e.train_loss) << ", ";
+  if (e.test_loss) out << "test loss " << fmt("%.4f", *e.test_loss) << ", ";
+  if (e.test_accuracy) out << "test accuracy " << fmt("%.2f%%", 100 * *e.test_accuracy) << ", ";
+  if (!e.train_loss) out << "no loss (emulated compute), ";
+  out << fmt("%.2f", e.train_seconds) << " s training\n" << std::flush;
 }
 
 double compute_share(const TrainResult& t) {
@@ -138,11 +139,11 @@ void print_train_summary(std::ostream& out, const std::vector<TrainRun>& runs) {
          "scheme here))\n";
   for (const TrainRun& r : runs) {
     const TrainResult& t = r.result;
-    const double acc = t.epochs.empty() ? 0 : t.epochs.back().test_accuracy;
+    const std::optional<double> acc =
+        t.epochs.empty() ? std::nullopt : t.epochs.back().test_accuracy;
     const double secs = t.epochs.empty() ? 0 : t.epochs.back().train_seconds;
-    const bool evaluated = !t.epochs.empty() && (t.epochs.back().test_loss > 0 || acc > 0);
     char accuracy[32] = "       -";
-    if (evaluated) std::snprintf(accuracy, sizeof accuracy, "%7.2f%%", 100 * acc);
+    if (acc) std::snprintf(accuracy, sizeof accuracy, "%7.2f%%", 100 * *acc);
     char line[384];
     std::snprintf(line, sizeof line,
                   "  %-22s %3d  %s  %7.2f  %8.3f  %10.3f  %7.3f  %10.3f  %9.0f  %12.1f%%  %10s  "
@@ -169,11 +170,12 @@ void print_train_summary(std::ostream& out, const std::vector<TrainRun>& runs) {
 
 namespace {
 
-// A CSV cell: the value, or empty when unknown.
-std::string cell(const std::optional<double>& v) {
+// A CSV cell: the value, or empty when unknown. Byte counts keep 15
+// digits, to stay exact; losses the stream's 6.
+std::string cell(const std::optional<double>& v, int digits = 15) {
   if (!v) return {};
   std::ostringstream s;
-  s.precision(15);  // byte counts stay exact
+  s.precision(digits);
   s << *v;
   return s.str();
 }
@@ -202,7 +204,8 @@ std::string train_csv(const std::vector<TrainRun>& runs) {
     const TrainResult& t = r.result;
     for (const EpochRecord& e : t.epochs) {
       out << r.scheme << ',' << r.workers << ',' << t.param_count << ',' << t.buckets << ','
-          << e.epoch << ',' << e.train_loss << ',' << e.test_loss << ',' << e.test_accuracy << ','
+          << e.epoch << ',' << cell(e.train_loss, 6) << ',' << cell(e.test_loss, 6) << ','
+          << cell(e.test_accuracy, 6) << ','
           << e.train_seconds << ',' << t.mean.iteration << ',' << t.mean.compute << ','
           << t.mean.comm << ',' << t.mean.exposed << ',' << t.samples_per_second << ','
           << (t.payloads ? (t.replicas_agree ? "1" : "0") : "") << ',' << (t.synchronised ? 1 : 0)
@@ -222,9 +225,9 @@ nlohmann::json train_json(const std::vector<TrainRun>& runs, const nlohmann::jso
     nlohmann::json epochs = nlohmann::json::array();
     for (const EpochRecord& e : t.epochs) {
       epochs.push_back({{"epoch", e.epoch},
-                        {"train_loss", e.train_loss},
-                        {"test_loss", e.test_loss},
-                        {"test_accuracy", e.test_accuracy},
+                        {"train_loss", json_or_null(e.train_loss)},
+                        {"test_loss", json_or_null(e.test_loss)},
+                        {"test_accuracy", json_or_null(e.test_accuracy)},
                         {"train_seconds", e.train_seconds}});
     }
     nlohmann::json spans = nlohmann::json::array();
@@ -274,9 +277,13 @@ std::string staleness_header() {
 }
 
 std::string staleness_row(const std::string& label, int servers, const PsTrainResult& r) {
+  char accuracy[32] = "        -";
+  if (r.final_test_accuracy) {
+    std::snprintf(accuracy, sizeof accuracy, "%8.2f%%", 100 * *r.final_test_accuracy);
+  }
   char line[160];
-  std::snprintf(line, sizeof line, "  %-12s %7d  %8.2f%%  %7.2f  %14.2f  %13ld  ", label.c_str(),
-                servers, 100 * r.final_test_accuracy,
+  std::snprintf(line, sizeof line, "  %-12s %7d  %s  %7.2f  %14.2f  %13ld  ", label.c_str(),
+                servers, accuracy,
                 r.train.epochs.empty() ? 0.0 : r.train.epochs.back().train_seconds,
                 r.staleness.mean(), r.staleness.max);
   std::string row = line;
@@ -286,7 +293,7 @@ std::string staleness_row(const std::string& label, int servers, const PsTrainRe
 
 nlohmann::json staleness_json(const std::string& label, const PsTrainResult& r) {
   return {{"consistency", label},
-          {"final_test_accuracy", r.final_test_accuracy},
+          {"final_test_accuracy", json_or_null(r.final_test_accuracy)},
           {"mean_staleness", r.staleness.mean()},
           {"max_staleness", r.staleness.max},
           {"histogram", r.staleness.histogram}};

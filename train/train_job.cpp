@@ -217,6 +217,7 @@ ModelSource TrainJob::source(int workers) const {
     s.make_model = [profile, emulation] { return std::make_unique<ProfiledModel>(profile, emulation); };
     s.samples = static_cast<std::size_t>(config_.max_steps) * static_cast<std::size_t>(workers) *
                 static_cast<std::size_t>(config_.batch * config_.accumulate);
+    s.computes_loss = false;
     return s;
   }
   return mlp_source(config_, train_, test_);

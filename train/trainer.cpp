@@ -297,7 +297,7 @@ EpochRecord epoch_record(int epoch, double loss_sum, long batches, double train_
                          const ParamPass& pass) {
   EpochRecord rec;
   rec.epoch = epoch + 1;
-  rec.train_loss = loss_sum / static_cast<double>(batches);
+  if (source.computes_loss) rec.train_loss = loss_sum / static_cast<double>(batches);
   rec.train_seconds = train_seconds;
   if (config.evaluate && source.evaluate) {
     const Evaluation e = source.evaluate(pass);

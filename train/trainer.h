@@ -72,11 +72,14 @@ struct TrainConfig {
   bool keep_params = true;
 };
 
+// A loss or an accuracy that was not computed is absent, never 0: an
+// emulated model (a profile) times its compute and computes no loss, and
+// a run that does not evaluate scores no test set.
 struct EpochRecord {
   int epoch = 0;
-  double train_loss = 0;     // mean over worker 0's micro-batches
-  double test_loss = 0;
-  double test_accuracy = 0;
+  std::optional<double> train_loss;  // mean over worker 0's micro-batches
+  std::optional<double> test_loss;
+  std::optional<double> test_accuracy;
   double train_seconds = 0;  // cumulative, without evaluation time
 };
 
@@ -155,6 +158,8 @@ struct ModelSource {
   std::size_t samples = 0;
   std::function<Evaluation(const ParamPass&)> evaluate;
   std::size_t evaluation_passes = 0;
+  // false for an emulated model: its forward passes return no loss.
+  bool computes_loss = true;
 };
 
 // The MLP of `config.layers` on `train`, scored on `test` when the
