@@ -394,19 +394,26 @@ double ring_phase_model_time(const Topology& topology, const std::vector<int>& m
   return rings_time(topology, {members}, bytes / n, n - 1, ring_segments(bytes / n, segment_bytes));
 }
 
+double ring_allreduce_model_time(const Topology& topology, const std::vector<int>& members,
+                                 double bytes, std::size_t segment_bytes, double share) {
+  const auto n = static_cast<int>(members.size());
+  if (n <= 1) return 0;
+  const double block = bytes / n;
+  // A block in one message: both phases as one chain, the all-gather's
+  // first step forwarding what the reduce-scatter's last step summed.
+  // In segments the all-gather starts once the reduce-scatter has ended
+  // (RingPhase::finish), each phase a pipeline of its own.
+  const int segments = ring_segments(block, segment_bytes);
+  if (segments == 1) return rings_time(topology, {members}, block, 2 * (n - 1), 1, 1, share);
+  return rings_time(topology, {members}, block, n - 1, segments, /*phases=*/2, share);
+}
+
 double RingScheme::model_time(std::size_t bytes, const Topology& topology) const {
   std::vector<int> ring(static_cast<std::size_t>(workers()));
   for (int r = 0; r < workers(); ++r) ring[static_cast<std::size_t>(r)] = r;
   const std::size_t seg = options().segment_bytes;
   auto whole = [&](std::size_t b) {
-    const double block = static_cast<double>(b) / workers();
-    // A block in one message: both phases as one chain, the all-gather's
-    // first step forwarding what the reduce-scatter's last step summed.
-    // In segments the all-gather starts once the reduce-scatter has
-    // ended (RingPhase::finish), each phase a pipeline of its own.
-    const int segments = ring_segments(block, seg);
-    if (segments == 1) return rings_time(topology, {ring}, block, 2 * (workers() - 1));
-    return rings_time(topology, {ring}, block, workers() - 1, segments, /*phases=*/2);
+    return ring_allreduce_model_time(topology, ring, static_cast<double>(b), seg);
   };
   const std::size_t slice = options().slice_bytes;
   if (slice == 0 || bytes <= slice) return whole(bytes);

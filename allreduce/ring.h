@@ -56,6 +56,11 @@ Traffic ring_broadcast_traffic(int rank, int n, int root, std::size_t count, DTy
 // has received, so the slowest hop paces every step.
 double ring_phase_model_time(const Topology& topology, const std::vector<int>& members,
                              double bytes, std::size_t segment_bytes);
+// Cost model of a ring all-reduce of `bytes` (unsliced) over `members`, in
+// segments of `segment_bytes`: its reduce-scatter, then its all-gather,
+// with `share` of each port's rate (rings_time).
+double ring_allreduce_model_time(const Topology& topology, const std::vector<int>& members,
+                                 double bytes, std::size_t segment_bytes, double share = 1);
 // How many segments of `segment_bytes` a block of `block_bytes` moves in
 // (one for a block no larger than a segment).
 int ring_segments(double block_bytes, std::size_t segment_bytes);

@@ -173,7 +173,7 @@ std::vector<double> in_phase_turns(const Topology& topology,
 }  // namespace
 
 double rings_time(const Topology& topology, const std::vector<std::vector<int>>& rings,
-                  double bytes, int steps, int segments, int phases) {
+                  double bytes, int steps, int segments, int phases, double share) {
   std::vector<Flow> step;
   std::vector<std::size_t> feeder;  // the hop that brings a hop's sender what it forwards
   for (const std::vector<int>& ring : rings) {
@@ -195,12 +195,12 @@ double rings_time(const Topology& topology, const std::vector<std::vector<int>>&
   detail::port_times(topology, each_of(step), [&](const Flow& f, const LinkSpec& link, double turn) {
     const auto i = static_cast<std::size_t>(&f - step.data());
     delay[i] = link.delay(f.bytes / segments);
-    serialise[i] = turn;
+    serialise[i] = turn / share;
   });
   const std::vector<double> shared = in_phase_turns(topology, rings, step, delay);
   for (std::size_t i = 0; i < step.size(); ++i) {
-    hop[i] = delay[i] + shared[i] / segments;
-    slowest_segment = std::max(slowest_segment, shared[i] / segments);
+    hop[i] = delay[i] + shared[i] / share / segments;
+    slowest_segment = std::max(slowest_segment, shared[i] / share / segments);
   }
   // The busiest port is busy every step and hides the latencies behind its
   // transfers but the last; between two phases, the latency of the hop

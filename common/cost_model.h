@@ -74,9 +74,11 @@ double slowest_message(const Topology& topology, const std::vector<std::pair<int
 // links with 20 us latency: 0.35 ms, where one message a block takes
 // 0.57). `phases` such pipelines run one after the other, each rank
 // starting the next once its own part of the last has arrived (the ring's
-// reduce-scatter, then its all-gather).
+// reduce-scatter, then its all-gather). Rings that run beside other
+// traffic get `share` of each port's rate (a hybrid PS's ring, beside its
+// dedicated servers' pushes and pulls).
 double rings_time(const Topology& topology, const std::vector<std::vector<int>>& rings,
-                  double bytes, int steps, int segments = 1, int phases = 1);
+                  double bytes, int steps, int segments = 1, int phases = 1, double share = 1);
 
 // What the libraries' collectives are modelled by (the MPI and NCCL
 // baselines): a bandwidth-optimal all-reduce, the ring's 2 (n-1) steps of

@@ -229,36 +229,29 @@ double ParameterServerScheme::collective_model_time(Collective c, std::size_t by
     fill = std::min(slowest_flow_of(topology, exchanges(true, first_pushed, share)),
                     slowest_flow_of(topology, exchanges(false, first_pushed, share)));
   }
-  // Hybrid's ring, with the keys split at the optimum, finishes with the
-  // busiest port; but its 2 (n-1) steps each wait a latency (one of them
-  // counted with the busiest port's bytes), which the dedicated servers'
-  // pipeline fill may not cover. A rank forwards what it received, so the
-  // steps are a chain of consecutive hops, each paying its own link's
-  // latency (on nodes of 8 GPUs a NIC once every 8 hops, NVLink the other
-  // 7 times, as rings_time counts): whole laps of the ring, then the
-  // costliest run of the hops left over.
-  double ring_latency = 0;
+  // Hybrid's ring runs beside the dedicated servers' pipeline, on the same
+  // NICs: the busiest port moves both's bytes (pushes, pulls and the
+  // ring's hops) after the pipeline fills, while the ring's 2 (n-1) steps
+  // are a chain of consecutive hops, each paying its link's latency and
+  // its segment's transfer (the ring's own model, rings_time: on nodes of
+  // 8 GPUs a NIC once every 8 hops, NVLink the other 7). The slower of the
+  // two paces the round: where the blocks are small the chain does, and
+  // the ports' bytes hide behind it; where they are large the ports do,
+  // and hide the chain's latencies.
+  double ring_chain = 0;
   if (own > 0 && workers() > 1) {
-    const int n = workers();
-    const double block = static_cast<double>(own) * elem / n;
-    std::vector<double> hop(static_cast<std::size_t>(n));
-    double lap = 0;
-    for (int w = 0; w < n; ++w) {
-      hop[static_cast<std::size_t>(w)] = topology.link(w, (w + 1) % n).delay(block);
-      lap += hop[static_cast<std::size_t>(w)];
-    }
-    const int steps = 2 * (n - 1) - 1;
-    const int rest = steps % n;
-    double run = 0;  // hops [w, w + rest), sliding round the ring
-    for (int j = 0; j < rest; ++j) run += hop[static_cast<std::size_t>(j)];
-    double costliest = run;
-    for (int w = 1; w < n && rest > 0; ++w) {
-      run += hop[static_cast<std::size_t>((w + rest - 1) % n)] - hop[static_cast<std::size_t>(w - 1)];
-      costliest = std::max(costliest, run);
-    }
-    ring_latency = (steps / n) * lap + costliest;
+    std::vector<int> members(static_cast<std::size_t>(workers()));
+    for (int w = 0; w < workers(); ++w) members[static_cast<std::size_t>(w)] = w;
+    // Beside the ring each worker's NIC carries a flow to each of the k
+    // dedicated servers, which take B/n of it each (a server's NIC shared
+    // by the n workers): the ring has (n-k)/n of it, as Theorem 1's split
+    // has it (k < n wherever the workers hold keys).
+    const int dedicated = layout_.servers() - workers();
+    const double share = static_cast<double>(workers() - dedicated) / workers();
+    ring_chain = ring_allreduce_model_time(topology, members, static_cast<double>(own) * elem,
+                                           chunk(DType::f32) * dtype_size(DType::f32), share);
   }
-  return slowest_flow_of(topology, both) + std::max(fill, ring_latency);
+  return std::max(slowest_flow_of(topology, both) + fill, ring_chain);
 }
 
 }  // namespace gradex

@@ -29,10 +29,12 @@ constexpr double kGB = 1e9;
 // co-located servers (whose pushes and replies share a NIC) are exact; for
 // ps_hybrid that count is BytePS's Theorem 1, which its ring of the
 // workers' keys meets once the latencies are small beside the bytes
-// (HybridPsMeetsTheoremOne checks it at 1 GB); on these small messages the
-// ring's steps and the servers' round overlap in part.
+// (HybridPsMeetsTheoremOne checks it at 1 GB). On these small messages the
+// ring's chain paces it, beside the servers' round: exact at 2 and 4
+// workers, 0.5% above the simulation at 8 (the model that added the
+// chain's latencies to the ports' bytes was allowed 10%).
 double tolerance(const std::string& name) {
-  if (name == "ps_hybrid") return 0.1;
+  if (name == "ps_hybrid") return 0.01;
   return 1e-9;
 }
 
@@ -280,14 +282,18 @@ TEST(ModelVsSim, PipelinedPsOverlapsPushAndPull) {
 // The hybrid PS's ring of the workers' keys on nodes of 8 GPUs: its steps
 // are a chain of hops, 7 of every 8 over NVLink, which the model counts
 // hop by hop (charging every step the NIC's latency put it 3x above the
-// simulation where latency rules).
+// simulation where latency rules). The chain runs beside the ports'
+// bytes, not after them: at 2 MiB on 32 GPUs with two dedicated servers
+// the model that added them was 1.37x the simulation (1.16x at 32 KiB).
 TEST(ModelVsSim, HybridPsRingPaysEachHopsLatency) {
-  for (int n : {32, 256}) {
+  for (auto [n, k] : {std::pair{32, 1}, std::pair{256, 1}, std::pair{32, 2}}) {
     SchemeOptions o;
     o.workers = n;
-    o.servers = 1;
+    o.servers = k;
+    o.segment_bytes = 1 << 20;
     auto scheme = make_scheme("ps_hybrid", o);
-    for (std::size_t bytes : {std::size_t{8}, std::size_t{256} << 10}) {
+    for (std::size_t bytes : {std::size_t{8}, std::size_t{32} << 10, std::size_t{256} << 10,
+                              std::size_t{2} << 20}) {
       SimRequest req;
       req.count = std::max<std::size_t>(bytes / 4, 1);
       req.topology = Topology::grouped(n, 8, scheme->endpoints() - n,
@@ -295,7 +301,7 @@ TEST(ModelVsSim, HybridPsRingPaysEachHopsLatency) {
                                        find_link_preset("ib_hdr_200g", "test"));
       const double sim = simulate_allreduce(*scheme, req).seconds;
       const double model = modelled(*scheme, req.count * 4, req.topology);
-      EXPECT_NEAR(sim / model, 1.0, 0.1) << "n " << n << " bytes " << bytes;
+      EXPECT_NEAR(sim / model, 1.0, 0.05) << "n " << n << " k " << k << " bytes " << bytes;
     }
   }
 }
@@ -327,10 +333,12 @@ TEST(ModelVsSim, HybridPsRingCrossesASharedNicOnceANode) {
 
 // Every PS variant's model against the simulator on a grid of workers n,
 // servers k and sizes, over the HDR InfiniBand preset (its per-message
-// cost makes the small sizes latency-bound): within 5%. ps_hybrid gets
-// 20%: its ring pipelines 1 MiB segments, whose overlapped latencies the
-// model adds in series, as the ring's own model does (17% below it at 32
-// MiB on 16 ranks with Simple's 19.45 us per message over InfiniBand).
+// cost makes the small sizes latency-bound): within 5%. ps_hybrid within
+// 6%: its ring is timed by the ring's own model, which knows that the
+// ring pipelines 1 MiB segments (it needed 20% when the model added the
+// ring's latencies to the ports' bytes), with (n-k)/n of each NIC for the
+// whole round, where the servers' flows leave it more once they are done
+// (the model is 5.3% above the simulation at n = 8, k = 4, 1 MiB).
 TEST(ModelVsSim, ParameterServersOnAGrid) {
   const LinkSpec link = find_link_preset("ib_hdr_200g", "test");
   for (const std::string name : {"ps", "ps_pipelined", "ps_colocated", "dp_master", "ps_hybrid"}) {
@@ -348,7 +356,7 @@ TEST(ModelVsSim, ParameterServersOnAGrid) {
           req.topology = Topology::grouped(n, 1, scheme->endpoints() - n, {}, link);
           const double sim = simulate_allreduce(*scheme, req).seconds;
           const double model = modelled(*scheme, bytes, req.topology);
-          EXPECT_NEAR(sim / model, 1.0, name == "ps_hybrid" ? 0.2 : 0.05)
+          EXPECT_NEAR(sim / model, 1.0, name == "ps_hybrid" ? 0.06 : 0.05)
               << name << " n " << n << " k " << k << " bytes " << bytes;
         }
       }
