@@ -316,6 +316,14 @@ def plot_training(rows, _args, files):
 
 def plot_train_scaling(rows, _args, files):
     fig, (step, exposed) = plt.subplots(1, 2, figsize=(11, 4.5))
+    # Files that hold different worker counts of a scheme (a sweep run in
+    # parts) join into one line; only a count two files both hold keeps
+    # each file's line apart.
+    holders = defaultdict(set)
+    for r in rows:
+        holders[(series_name(r, 1), int(r["workers"]))].add(r["_file"])
+    if all(len(h) == 1 for h in holders.values()):
+        files = 1
     series = defaultdict(dict)
     for r in rows:  # a run's last epoch stands for it
         key = int(r["workers"])
@@ -362,6 +370,9 @@ def main():
         if not rows:
             fail(f"plot: no rows of {args.schemes}")
     kinds = {kind_of([r for r in rows if r["_file"] == f]) for f in {r["_file"] for r in rows}}
+    if kinds <= {"training", "train_scaling"}:
+        # Training rows of several runs: worker counts across them decide.
+        kinds = {kind_of(rows)}
     kind = args.kind or (kinds.pop() if len(kinds) == 1 else None)
     if kind is None:
         fail("plot: the files hold different kinds of rows; give --kind")
@@ -378,7 +389,10 @@ def main():
         fig.savefig(args.output, dpi=120, bbox_inches="tight")
     except (OSError, ValueError) as e:
         fail(f"plot: -o {args.output}: {e}")
-    print(f"plot: wrote {args.output} ({kind}, {len(rows)} rows)")
+    # A scaling figure's lines, one per series (a line per file would say
+    # its files did not join).
+    lines = f", {len(fig.axes[0].get_lines())} lines" if kind == "train_scaling" else ""
+    print(f"plot: wrote {args.output} ({kind}, {len(rows)} rows{lines})")
 
 
 if __name__ == "__main__":
