@@ -391,7 +391,8 @@ def main():
         fail(f"plot: -o {args.output}: {e}")
     # A scaling figure's lines, one per series (a line per file would say
     # its files did not join).
-    lines = f", {len(fig.axes[0].get_lines())} lines" if kind == "train_scaling" else ""
+    drawn = len(fig.axes[0].get_lines())
+    lines = f", {drawn} line{'' if drawn == 1 else 's'}" if kind == "train_scaling" else ""
     print(f"plot: wrote {args.output} ({kind}, {len(rows)} rows{lines})")
 
 

@@ -295,7 +295,7 @@ TEST_F(Cli, PlotDrawsGradexRowsBesideImportedNcclTests) {
                                "ring,64,1,,,1,0.046,0.001\n");
   const Outcome s = gradex("plot " + steps.string() + " -o " + png.string());
   ASSERT_EQ(s.code, 0) << s.output();
-  EXPECT_NE(s.out.find("(train_scaling, 2 rows, 1 lines)"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("(train_scaling, 2 rows, 1 line)"), std::string::npos) << s.out;
   // The same scheme at more workers in a second run's file (a sweep run
   // in parts) joins its line; the same count in both keeps a line per run.
   const std::string header = "scheme,workers,epoch,train_loss,test_accuracy,train_seconds,"
@@ -306,7 +306,7 @@ TEST_F(Cli, PlotDrawsGradexRowsBesideImportedNcclTests) {
   const fs::path again = write("again/results.csv", header + "ring,64,1,,,1,0.047,0.002\n");
   const Outcome joined = gradex("plot " + steps.string() + " " + more.string() + " -o " + png.string());
   ASSERT_EQ(joined.code, 0) << joined.output();
-  EXPECT_NE(joined.out.find("(train_scaling, 3 rows, 1 lines)"), std::string::npos) << joined.out;
+  EXPECT_NE(joined.out.find("(train_scaling, 3 rows, 1 line)"), std::string::npos) << joined.out;
   const Outcome apart = gradex("plot " + steps.string() + " " + again.string() + " -o " + png.string());
   ASSERT_EQ(apart.code, 0) << apart.output();
   EXPECT_NE(apart.out.find("(train_scaling, 3 rows, 2 lines)"), std::string::npos) << apart.out;
