@@ -1,8 +1,8 @@
 // Cancelling runs with signals: `gradex launch` passes INT and TERM on to
 // its ranks, waits for them and exits 128 + signal; no rank outlives its
-// launcher, even one killed by SIGKILL; `gradex run` and `gradex train`
-// stop promptly on INT and TERM; a cancelled run writes no result files
-// and no trace.
+// launcher, even one killed by SIGKILL; `gradex run`, `gradex train` and
+// `gradex simulate` stop promptly on INT and TERM; a cancelled run writes
+// no result files and no trace.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -232,6 +232,28 @@ TEST_F(Cancel, SigintStopsARunPromptlyAndWritesNothing) {
 
 TEST_F(Cancel, SigtermStopsARunPromptlyAndWritesNothing) {
   cancel_in_process(SIGTERM, {"run", long_scenario("inproc").string()}, 4);
+}
+
+// One simulated iteration of a large world runs for many seconds (a
+// 4,096-rank ring of 1 GiB: 33 million messages), far beyond the runner's
+// checks between iterations: the simulator itself stops on the signal.
+TEST_F(Cancel, SigtermStopsASimulatedIterationMidwayAndWritesNothing) {
+  const pid_t pid = start({"simulate", "-s", "ring", "-n", "4096", "-b", "1GiB", "--link",
+                           "ib_hdr_200g", "--segment", "1MiB", "-o", (dir_ / "out").string()});
+  // Under way: a second is past its set-up, a small part of its messages.
+  std::this_thread::sleep_for(1500ms);
+  const auto t0 = clock_type::now();
+  ::kill(pid, SIGTERM);
+  const std::optional<int> status = wait_exit(pid, 10s);
+  ASSERT_TRUE(status) << "the simulation did not stop";
+  const auto took = clock_type::now() - t0;
+  ASSERT_TRUE(WIFEXITED(*status)) << "killed by signal " << WTERMSIG(*status);
+  EXPECT_EQ(WEXITSTATUS(*status), 128 + SIGTERM) << slurp(dir_ / "stderr");
+  EXPECT_NE(slurp(dir_ / "stderr").find("cancelled by signal " + std::to_string(SIGTERM)),
+            std::string::npos)
+      << slurp(dir_ / "stderr");
+  EXPECT_LT(took, 3s);
+  expect_no_results();
 }
 
 TEST_F(Cancel, SigtermStopsTrainingAndWritesNoResultsNorTrace) {

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/cancel.h"
 #include "common/errors.h"
 #include "transport/matching.h"
 #include "transport/sim/block_pool.h"
@@ -743,6 +744,12 @@ void SimWorld::run(const std::function<void(Comm&)>& body) {
   int finished = 0;
   bool deadlocked = false;
   std::string deadlock;
+  // A signal (SIGINT, SIGTERM) stops the world within a few thousand
+  // events: one simulated iteration of a large world runs for minutes,
+  // longer than the runner's checks between iterations may wait.
+  int cancelled = 0;
+  constexpr std::uint32_t kEventsBetweenCancelChecks = 4096;
+  std::uint32_t events_since_check = 0;
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
   while (finished < n) {
     while (!w.runnable.empty()) {
@@ -785,6 +792,14 @@ void SimWorld::run(const std::function<void(Comm&)>& body) {
       w.abort(-1, deadlock);
       continue;
     }
+    if (++events_since_check == kEventsBetweenCancelChecks) {
+      events_since_check = 0;
+      if (const int sig = cancel_signal(); sig != 0 && cancelled == 0) {
+        cancelled = sig;
+        w.abort(-1, detail::concat("cancelled by signal ", sig));
+        continue;
+      }
+    }
     const Event e = w.events.pop();
     w.now = e.time;
     w.prefetch_ahead();
@@ -792,6 +807,7 @@ void SimWorld::run(const std::function<void(Comm&)>& body) {
   }
   w.fibers.clear();
   w.stats.peak_operations = w.op_pool.peak();
+  if (cancelled != 0) throw CancelledError(cancelled);
   if (deadlocked) throw TimeoutError(deadlock);
   if (w.failed_rank >= 0 && errors[static_cast<std::size_t>(w.failed_rank)]) {
     std::rethrow_exception(errors[static_cast<std::size_t>(w.failed_rank)]);
