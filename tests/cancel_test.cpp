@@ -242,11 +242,12 @@ TEST_F(Cancel, SigtermStopsARunPromptlyAndWritesNothing) {
 }
 
 // One simulated iteration of a large world runs for many seconds (a
-// 4,096-rank ring of 1 GiB: 33 million messages), far beyond the runner's
-// checks between iterations: the simulator itself stops on the signal.
+// 512-rank ring of 1 GiB in 32 KiB segments: 33 million messages), far
+// beyond the runner's checks between iterations: the simulator itself
+// stops on the signal.
 TEST_F(Cancel, SigtermStopsASimulatedIterationMidwayAndWritesNothing) {
-  const pid_t pid = start({"simulate", "-s", "ring", "-n", "4096", "-b", "1GiB", "--link",
-                           "ib_hdr_200g", "--segment", "1MiB", "-o", (dir_ / "out").string()});
+  const pid_t pid = start({"simulate", "-s", "ring", "-n", "512", "-b", "1GiB", "--link",
+                           "ib_hdr_200g", "--segment", "32KiB", "-o", (dir_ / "out").string()});
   // Under way: a second is past its set-up, a small part of its messages.
   std::this_thread::sleep_for(1500ms);
   expect_cancelled_within(pid, SIGTERM, 3s);

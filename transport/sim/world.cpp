@@ -745,14 +745,24 @@ void SimWorld::run(const std::function<void(Comm&)>& body) {
   bool deadlocked = false;
   std::string deadlock;
   // A signal (SIGINT, SIGTERM) stops the world within a few thousand
-  // events: one simulated iteration of a large world runs for minutes,
-  // longer than the runner's checks between iterations may wait.
+  // events or turns: one simulated iteration of a large world runs for
+  // minutes, longer than the runner's checks between iterations may wait.
   int cancelled = 0;
-  constexpr std::uint32_t kEventsBetweenCancelChecks = 4096;
-  std::uint32_t events_since_check = 0;
+  constexpr std::uint32_t kStepsBetweenCancelChecks = 4096;
+  std::uint32_t steps_since_check = 0;
+  const auto cancel_if_signalled = [&] {
+    if (++steps_since_check < kStepsBetweenCancelChecks) return false;
+    steps_since_check = 0;
+    const int sig = cancel_signal();
+    if (sig == 0 || cancelled != 0) return false;
+    cancelled = sig;
+    w.abort(-1, detail::concat("cancelled by signal ", sig));
+    return true;
+  };
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
   while (finished < n) {
     while (!w.runnable.empty()) {
+      cancel_if_signalled();
       const int r = w.runnable.front();
       w.runnable.pop_front();
       // Any completion of a rank's operations wakes it, also one it does
@@ -792,14 +802,7 @@ void SimWorld::run(const std::function<void(Comm&)>& body) {
       w.abort(-1, deadlock);
       continue;
     }
-    if (++events_since_check == kEventsBetweenCancelChecks) {
-      events_since_check = 0;
-      if (const int sig = cancel_signal(); sig != 0 && cancelled == 0) {
-        cancelled = sig;
-        w.abort(-1, detail::concat("cancelled by signal ", sig));
-        continue;
-      }
-    }
+    if (cancel_if_signalled()) continue;
     const Event e = w.events.pop();
     w.now = e.time;
     w.prefetch_ahead();
