@@ -306,17 +306,21 @@ bool Network::rate_newcomers_above_their_ports(const std::vector<int>& newcomers
       // them itself (a tie would be settled by the walk's order). In exact
       // arithmetic the new flow's rate above them all implies it; checked
       // here as computed, rounding included.
+      //
+      // The filling gives the port the level being frozen when its share
+      // comes within kSameRate of it (level_or_above): then the new flow
+      // would freeze at that level, so its share must clear each level by
+      // more than that.
       std::sort(levels.begin(), levels.end());
-      double left = port.capacity;
-      for (std::size_t j = 0; j < levels.size(); ++j) {
-        const auto unfrozen = static_cast<int>(levels.size() - j + 1);
-        if (!(left / unfrozen > levels[j])) return false;
-        left = std::max(0.0, left - levels[j]);
+      PortLedger ledger(port.capacity, static_cast<int>(levels.size()) + 1);
+      for (const double level : levels) {
+        if (!(ledger.share() >= level * (1 + kSameRate))) return false;
+        ledger.freeze(level);
       }
-      rate = std::min(rate, left);  // its share once it is the port's last unfrozen flow
+      rate = std::min(rate, ledger.left());  // its share once it is the port's last unfrozen flow
       if (!levels.empty()) highest = std::max(highest, levels.back());
     }
-    if (!(rate > highest && rate > 0)) return false;
+    if (!(rate >= highest * (1 + kSameRate) && rate > 0)) return false;
     rates.push_back(rate);
   }
   if (rates.empty()) return false;
@@ -423,13 +427,24 @@ bool Network::settle_star(int hub_port, double now) {
   return true;
 }
 
+namespace {
+// A port's share once a flow through it froze at `level`: never below the
+// level (in exact arithmetic it cannot be: the frozen flow took the
+// smallest share), and the level itself when within Network::kSameRate of
+// it, so that the port's flows freeze at the level too, at exactly the
+// rate of the flows that froze before them.
+double level_or_above(double share, double level) {
+  return share < level * (1 + Network::kSameRate) ? level : share;
+}
+}  // namespace
+
 // Max-min fair rates by progressive filling: the port offering the smallest
 // equal share to its unfrozen flows fixes their rate; subtract it from
 // their other ports and repeat. The ports wait in a heap ordered by (share,
 // slot), so each round finds its bottleneck in O(log ports) and ties go to
 // the earliest slot. A port's share only grows as flows freeze (a frozen
-// flow took the smallest share), so a port is pushed again with its new
-// share and its stale entries are skipped.
+// flow took the smallest share; level_or_above), so a port is pushed again
+// with its new share and its stale entries are skipped.
 void Network::rebalance(const std::vector<int>& ports, const std::vector<int>& flows, double now) {
   if (flows.empty()) return;  // a port whose last flow finished
   if (flows.size() == 1) {
@@ -445,11 +460,12 @@ void Network::rebalance(const std::vector<int>& ports, const std::vector<int>& f
     return;
   }
   if (rebalance_star(ports, flows, now)) return;
-  std::vector<PortShare>& share = share_scratch_;
+  std::vector<PortLedger>& share = share_scratch_;
   share.resize(ports.size());
   for (std::size_t i = 0; i < ports.size(); ++i) {
     Port& p = ports_[static_cast<std::size_t>(ports[i])];
-    share[i] = {p.capacity, static_cast<int>(p.flows.size())};
+    share[i] = PortLedger(p.capacity, static_cast<int>(p.flows.size()));
+    share[i].offered = share[i].share();
     p.slot = static_cast<int>(i);
   }
   for (std::size_t i = 0; i < flows.size(); ++i) {
@@ -465,7 +481,7 @@ void Network::rebalance(const std::vector<int>& ports, const std::vector<int>& f
   heap.clear();
   const auto later = std::greater<Entry>{};
   for (std::size_t i = 0; i < ports.size(); ++i) {
-    if (share[i].unfrozen > 0) heap.emplace_back(share[i].left / share[i].unfrozen, static_cast<int>(i));
+    if (share[i].unfrozen > 0) heap.emplace_back(share[i].offered, static_cast<int>(i));
   }
   std::make_heap(heap.begin(), heap.end(), later);
 
@@ -475,8 +491,8 @@ void Network::rebalance(const std::vector<int>& ports, const std::vector<int>& f
     std::pop_heap(heap.begin(), heap.end(), later);
     const auto [best_share, best] = heap.back();
     heap.pop_back();
-    const PortShare& b = share[static_cast<std::size_t>(best)];
-    if (b.unfrozen == 0 || b.left / b.unfrozen != best_share) continue;  // stale
+    const PortLedger& b = share[static_cast<std::size_t>(best)];
+    if (b.unfrozen == 0 || b.offered != best_share) continue;  // stale
     for (int id : ports_[static_cast<std::size_t>(ports[static_cast<std::size_t>(best)])].flows) {
       Flow& f = flows_[static_cast<std::size_t>(id)];
       if (f.frozen) continue;
@@ -486,11 +502,11 @@ void Network::rebalance(const std::vector<int>& ports, const std::vector<int>& f
       for (int i = 0; i < f.port_count; ++i) {
         const int p = f.ports[static_cast<std::size_t>(i)];
         const int slot = ports_[static_cast<std::size_t>(p)].slot;
-        PortShare& s = share[static_cast<std::size_t>(slot)];
-        s.left = std::max(0.0, s.left - best_share);
-        s.unfrozen -= 1;
+        PortLedger& s = share[static_cast<std::size_t>(slot)];
+        s.freeze(best_share);
         if (slot != best && s.unfrozen > 0) {
-          heap.emplace_back(s.left / s.unfrozen, slot);
+          s.offered = level_or_above(s.share(), best_share);
+          heap.emplace_back(s.offered, slot);
           std::push_heap(heap.begin(), heap.end(), later);
         }
       }
@@ -542,7 +558,7 @@ void Network::reschedule(int flow, double rate, double now) {
   // Unchanged (up to rounding in the filling): its completion stands.
   // Rescheduling on every last-bit difference would flood the event
   // queue on large connected components (a pipelined tree).
-  if (std::abs(f.rate - rate) <= 1e-9 * rate) return;
+  if (std::abs(f.rate - rate) <= kSameRate * rate) return;
   f.remaining = std::max(0.0, f.remaining - f.rate * (now - f.updated));
   f.updated = now;
   f.rate = rate;

@@ -14,6 +14,7 @@
 // recomputation, once per instant of virtual time.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -29,6 +30,14 @@ namespace gradex::sim {
 
 class Network {
  public:
+  // Two rates this close (relative) are one rate: a completion does not
+  // move for less, and the filling gives a port whose share came out
+  // within it of the level being frozen that level exactly (in exact
+  // arithmetic the share cannot be below the level, and flows that share
+  // a bottleneck's level end at one instant, not at a spread of instants
+  // a rounding apart, each one a settle of the whole component).
+  static constexpr double kSameRate = 1e-9;
+
   // `schedule(t, flow, version)` asks the owner to call finish(flow,
   // version) at virtual time t; stale versions are ignored by finish.
   using Scheduler = std::function<void(double, int, std::uint64_t)>;
@@ -198,11 +207,33 @@ class Network {
   // rebalance()'s working memory, kept between calls.
   std::vector<double> rate_scratch_;
   std::vector<std::pair<double, int>> heap_scratch_;
-  struct PortShare {
-    double left;   // capacity not yet given to frozen flows
-    int unfrozen;  // flows through the port whose rate is not fixed yet
+  // A port during the filling: what it has left for the flows through it
+  // whose rate is not fixed yet. The flows frozen at one level are taken
+  // off together, count x level: taken off one by one, a port of
+  // thousands of flows (a server on every worker) would pile up a rounding
+  // error per flow, and equal shares would come out unequal.
+  struct PortLedger {
+    double before_level = 0;  // capacity less the flows frozen at lower levels
+    double level = 0;         // the level its latest frozen flows froze at
+    int at_level = 0;         // how many of them froze at it
+    int unfrozen = 0;
+    double offered = 0;       // the share it was last filed in the heap with
+
+    PortLedger() = default;
+    PortLedger(double capacity, int flows) : before_level(capacity), unfrozen(flows) {}
+    void freeze(double rate) {
+      if (rate != level) {
+        before_level = left();
+        level = rate;
+        at_level = 0;
+      }
+      ++at_level;
+      --unfrozen;
+    }
+    double left() const { return std::max(0.0, before_level - at_level * level); }
+    double share() const { return left() / unfrozen; }
   };
-  std::vector<PortShare> share_scratch_;
+  std::vector<PortLedger> share_scratch_;
   int active_ = 0;
 };
 
