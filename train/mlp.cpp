@@ -1,21 +1,16 @@
 #include "train/mlp.h"
 
-#include <cblas.h>
-
 #include <cmath>
-#include <mutex>
 #include <random>
 
 #include "common/errors.h"
+#include "train/blas.h"
 
 namespace gradex {
 
 Mlp::Mlp(std::vector<int> layer_sizes, const Dataset& train)
     : sizes_(std::move(layer_sizes)), train_(train) {
-  // Each data-parallel worker is a thread of its own: OpenBLAS's thread pool
-  // would only make the workers' products contend for the same cores.
-  static std::once_flag single_threaded_blas;
-  std::call_once(single_threaded_blas, [] { openblas_set_num_threads(1); });
+  open_blas();  // one thread (train/blas.h); a missing library fails here, not mid-step
   if (sizes_.size() < 2) throw ConfigError("layers", "an MLP needs an input and an output size");
   for (int s : sizes_) {
     if (s <= 0) throw ConfigError("layers", "layer sizes must be positive");
