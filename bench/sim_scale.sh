@@ -27,9 +27,10 @@ out="${2:-results/sim_scale}"
 runs="${RUNS:-ring:1024 ring:2048 ring:4096 ps:1024 ps:4096 ps:16384 tree:1024 ps_pipelined:1024 ring:1024:64 ring:4096:64 ring:16384:64 ring:65536:64}"
 cd "$root"
 # OpenBLAS's pthread build (Debian's default) starts a thread pool as it
-# loads unless told one thread; gradex never uses the pool, but once a
-# process has a second thread every std::shared_ptr reference is counted
-# atomically, 10-15% of a large simulation's wall time
+# loads unless told one thread, and once a process has a second thread
+# every std::shared_ptr reference is counted atomically. gradex opens the
+# library only for the MLP (train/blas.h); a build that linked it started
+# the pool before main, and this keeps such builds comparable
 # (results/README.md, "sim_scale"). A value already set is kept.
 export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
 gradex="$build/gradex"
