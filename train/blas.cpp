@@ -27,7 +27,9 @@ struct Blas {
 template <class F>
 F symbol(void* library, const char* name) {
   void* address = dlsym(library, name);
-  GRADEX_ENFORCE(address != nullptr, "OpenBLAS (", GRADEX_OPENBLAS_LIBRARY, ") has no ", name);
+  if (address == nullptr) {
+    throw Error(detail::concat("OpenBLAS (", GRADEX_OPENBLAS_LIBRARY, ") has no ", name));
+  }
   return reinterpret_cast<F>(address);
 }
 
@@ -37,8 +39,9 @@ const Blas& blas() {
     void* library = dlopen(GRADEX_OPENBLAS_LIBRARY, RTLD_NOW | RTLD_LOCAL);
     if (library == nullptr) {
       const char* why = dlerror();
-      throw ConfigError("blas", detail::concat("cannot open OpenBLAS (", GRADEX_OPENBLAS_LIBRARY,
-                                               "): ", why != nullptr ? why : "unknown error"));
+      // Not the user's input, nor a bug: the machine lacks the library.
+      throw Error(detail::concat("cannot open OpenBLAS (", GRADEX_OPENBLAS_LIBRARY, "): ",
+                                 why != nullptr ? why : "unknown error"));
     }
     // Each data-parallel worker is a thread of its own: the library's pool
     // would only make the workers' products contend for the same cores.

@@ -9,6 +9,7 @@
 #include "common/straggler.h"
 #include "common/errors.h"
 #include "schemes/registry.h"
+#include "train/blas.h"
 #include "train/dataset.h"
 #include "train/mlp.h"
 #include "train/param_buffer.h"
@@ -311,6 +312,9 @@ ModelSource mlp_source(const TrainConfig& config, std::shared_ptr<const Dataset>
                        std::shared_ptr<const Dataset> test) {
   ModelSource s;
   const std::vector<int> layers = config.layers;
+  // Here, before any rank runs: the ranks may be fibers on small stacks,
+  // and opening the library runs its initialisation.
+  open_blas();
   s.make_model = [train, layers] { return std::make_unique<Mlp>(layers, *train); };
   s.samples = train->size();
   if (config.evaluate && test && test->size() > 0) {
