@@ -5,7 +5,7 @@
 // (each rank's products run on one thread), but whose mere existence makes
 // libstdc++ count every std::shared_ptr reference with a locked
 // instruction. A simulation of thousands of ranks, which runs on one
-// thread, then spends about a tenth of its time on those counts
+// thread, then spends up to a tenth of its time on those counts
 // (results/README.md, "OpenBLAS opened on first use"). So gradex defines
 // the BLAS entry points Eigen calls (sgemm_, sgemv_) itself and forwards
 // them to the library, opened with one thread on the first call.
