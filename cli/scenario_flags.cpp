@@ -58,7 +58,7 @@ void add_field_flags(CLI::App& cmd, ScenarioFlags& flags) {
   cmd.add_option("--switch", f.reducing_switch,
                  "the switch that sums across nodes (in_network, in_network_hierarchical): a rate or a preset name");
   cmd.add_option("--node-switch", f.node_switch,
-                 "the switch that sums inside a node (in_network_hierarchical): a rate or a preset name");
+                 "the switch that sums inside a node (in_network_hierarchical, in_network_tree): a rate or a preset name");
   cmd.add_option("--segment", f.segment, "pipelining segment, e.g. 1MiB");
   cmd.add_option("--straggler-ms", f.straggler_ms, "the last worker starts each iteration late");
   cmd.add_option("--symmetric-subset", f.symmetric_subset,

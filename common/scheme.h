@@ -126,10 +126,11 @@ class Scheme {
   virtual int scratch_buffers() const { return 0; }
   // Whether the endpoints after the workers are the ports of switches that
   // sum (Topology::switches), which the run's topology puts there: none;
-  // one switch, inside the node or across nodes (in_network); or a switch
-  // inside every node and then one across the nodes, the workers' count
-  // of ports each (in_network_hierarchical).
-  enum class ReducingSwitches { none, one, per_node_and_across };
+  // one switch, inside the node or across nodes (in_network); a switch
+  // inside every node, the workers' count of ports (in_network_tree); or
+  // those and then one across the nodes, as many ports again
+  // (in_network_hierarchical).
+  enum class ReducingSwitches { none, one, per_node, per_node_and_across };
   virtual ReducingSwitches reducing_switches() const { return ReducingSwitches::none; }
   bool reduces_in_network() const { return reducing_switches() != ReducingSwitches::none; }
   // True when options().segment_bytes shapes how the buffer moves (a

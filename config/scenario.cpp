@@ -439,15 +439,19 @@ Topology scenario_topology(const Scenario& s, const Scheme& scheme, int workers)
                    /*ports_multicast=*/true);
       return t;
     }
+    case Scheme::ReducingSwitches::per_node:
     case Scheme::ReducingSwitches::per_node_and_across: {
+      const bool across_too =
+          scheme.reducing_switches() == Scheme::ReducingSwitches::per_node_and_across;
+      const std::string name = across_too ? "in_network_hierarchical" : "in_network_tree";
       // A level with one member moves nothing and needs no switch.
       if (s.network.shaped && per_node > 1 && inside.unlimited()) {
         refuse("/network/node_switch",
-               "in_network_hierarchical needs a switch that sums inside each node: give "
+               name + " needs a switch that sums inside each node: give "
                "network.node_switch (--node-switch; e.g. \"h100_nvls\") or a node preset "
                "whose switch does");
       }
-      if (s.network.shaped && !one_node && across.unlimited()) {
+      if (across_too && s.network.shaped && !one_node && across.unlimited()) {
         refuse("/network/switch",
                "in_network_hierarchical needs the switch between the nodes that sums: give "
                "network.switch (--switch; e.g. \"ib_ndr_sharp\")");
@@ -456,6 +460,7 @@ Topology scenario_topology(const Scenario& s, const Scheme& scheme, int workers)
       // in_network's ports do; across nodes the sum comes back through
       // the GPU that carried it, in the scheme's own messages.
       t.add_switch(workers, workers, inside, /*in_node=*/true, /*ports_multicast=*/one_node);
+      if (!across_too) return t;
       t.add_switch(2 * workers, workers, across, /*in_node=*/false);
       return t;
     }

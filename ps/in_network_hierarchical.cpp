@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstddef>
 #include <deque>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "allreduce/tree.h"
 #include "common/cost_model.h"
 #include "common/errors.h"
 
@@ -22,6 +24,10 @@ constexpr Tag kToRail = 2;        // local rank l -> rail l's ports
 constexpr Tag kRailSum = 3;       // rail l's ports -> every node's local rank l
 constexpr Tag kFinished = 4;      // local rank l -> node port l
 constexpr Tag kSpread = 5;        // node port j -> the node's GPUs
+// Across the nodes on trees: half h of a piece up tree h to the parent,
+// and its sum back down.
+constexpr Tag kUp[2] = {6, 7};
+constexpr Tag kDown[2] = {8, 9};
 
 // Chunks a GPU keeps under way. A chunk's six hops take about five times
 // the busiest port's time per chunk on a DGX H100 (the NVLS and NDR
@@ -39,8 +45,10 @@ struct Part {
 // Who is where, and which elements each chunk, piece and sub-piece holds
 // (the same on every endpoint, so an empty part is skipped on both sides).
 struct Layout {
-  Layout(std::size_t count, DType dtype, std::size_t segment_bytes, int workers, int per_node)
-      : w(workers),
+  Layout(std::size_t count, DType dtype, std::size_t segment_bytes, int workers, int per_node,
+         bool tree)
+      : tree(tree),
+        w(workers),
         g(per_node),
         m(workers / per_node),
         count(count),
@@ -48,6 +56,7 @@ struct Layout {
                   std::max<std::size_t>(1, segment_bytes / dtype_size(dtype))),
         chunks((count + per_chunk - 1) / per_chunk) {}
 
+  bool tree;  // across the nodes on trees, not through a switch
   int w, g, m;
   std::size_t count;
   std::size_t per_chunk;  // elements
@@ -81,6 +90,16 @@ struct Layout {
     const auto at = static_cast<std::size_t>(i);
     return {whole.offset + split.offset(at), split.size(at)};
   }
+  // Half h of the piece rail l carries in chunk c, which goes across the
+  // nodes on tree h.
+  Part half(std::size_t c, int l, int h) const {
+    const Part whole = piece(c, carried(c, l));
+    const BlockSplit split{whole.count, 2};
+    const auto at = static_cast<std::size_t>(h);
+    return {whole.offset + split.offset(at), split.size(at)};
+  }
+  // Node k's links in tree h over the nodes.
+  TreeLinks links(int k, int h) const { return double_tree(m, k, h); }
   int node_port(int worker) const { return w + worker; }
   int rail_port(int local, int i) const { return 2 * w + local * m + i; }
   int worker(int node, int local) const { return node * g + local; }
@@ -144,7 +163,7 @@ void sum_into(Comm& comm, const std::vector<int>& sources, Tensor acc, ReduceOp 
 }
 
 // Local rank l of node k: its chunks under way, at most kChunksUnderWay.
-void run_gpu(Comm& comm, const Layout& at, Tensor data) {
+void run_gpu(Comm& comm, const Layout& at, Tensor data, ReduceOp combine) {
   const int r = comm.rank();
   const int k = r / at.g;
   const int l = r % at.g;
@@ -156,8 +175,13 @@ void run_gpu(Comm& comm, const Layout& at, Tensor data) {
     bool summed = false;
   };
   std::vector<Chunk> chunks(at.chunks);
-  // The next message each hop waits for, oldest chunk first.
+  // The next message each hop waits for, oldest chunk first; on trees,
+  // from each child (adding its half in) and from the parent (the sum), by
+  // tree: each queue hears from one peer on one tag, chunk after chunk.
   std::deque<std::pair<std::size_t, Request>> node_sums, rail_sums, spreads;
+  std::deque<std::pair<std::size_t, Request>> from_child[2][2], from_parent[2];
+  TreeLinks links[2];
+  if (at.tree) links[0] = at.links(k, 0), links[1] = at.links(k, 1);
 
   // Piece l of chunk c holds the sum over every GPU: back to the node.
   const auto summed = [&](std::size_t c) {
@@ -170,10 +194,54 @@ void run_gpu(Comm& comm, const Layout& at, Tensor data) {
           comm.isend(at.node_port(at.worker(k, j)), t.data, t.bytes(), kFinished));
     }
   };
+  const auto tree_half = [&](std::size_t c, int h) { return slice(at.half(c, l, h)); };
+  // Half h of chunk c holds the sum over every node: down the tree.
+  const auto total = [&](std::size_t c, int h) {
+    const Tensor t = tree_half(c, h);
+    for (int child : links[h].children) {
+      if (child >= 0) {
+        chunks[c].sends.push_back(comm.isend(at.worker(child, l), t.data, t.bytes(), kDown[h]));
+      }
+    }
+    if (--chunks[c].rail_left == 0) summed(c);
+  };
+  // Half h of chunk c holds its subtree's sum: to the parent, whose total
+  // comes back into it (the parent answers only after taking this send);
+  // the root has the total.
+  const auto subtree_summed = [&](std::size_t c, int h) {
+    if (links[h].parent < 0) {
+      total(c, h);
+      return;
+    }
+    const Tensor t = tree_half(c, h);
+    const int parent = at.worker(links[h].parent, l);
+    chunks[c].sends.push_back(comm.isend(parent, t.data, t.bytes(), kUp[h]));
+    from_parent[h].emplace_back(c, comm.irecv(parent, t.data, t.bytes(), kDown[h]));
+  };
+  // Child i of tree h adds its half of chunk c in next (one at a time: two
+  // receive-reduces into one range would overlap), if there is one.
+  const auto add_child = [&](std::size_t c, int h, int i) {
+    const int child = i < 2 ? links[h].children[static_cast<std::size_t>(i)] : -1;
+    if (child < 0) {
+      subtree_summed(c, h);
+      return;
+    }
+    from_child[h][i].emplace_back(
+        c, comm.irecv_reduce(at.worker(child, l), tree_half(c, h), combine, kUp[h]));
+  };
   // Piece l of chunk c holds the node's sum: across the nodes on rail l.
   const auto node_summed = [&](std::size_t c) {
     Chunk& ch = chunks[c];
-    if (at.m > 1) {
+    if (at.m > 1 && at.tree) {
+      bool halves[2];
+      for (int h = 0; h < 2; ++h) {
+        halves[h] = at.half(c, l, h).count > 0;
+        ch.rail_left += halves[h] ? 1 : 0;
+      }
+      for (int h = 0; h < 2; ++h) {
+        if (halves[h]) add_child(c, h, 0);
+      }
+    } else if (at.m > 1) {
       for (int i = 0; i < at.m; ++i) {
         const Part p = at.sub(c, l, i);
         if (p.count == 0) continue;
@@ -234,10 +302,14 @@ void run_gpu(Comm& comm, const Layout& at, Tensor data) {
     }
     if (oldest == at.chunks) break;
     // Whichever hop's next message comes first.
-    std::deque<std::pair<std::size_t, Request>>* queues[] = {&node_sums, &rail_sums, &spreads};
+    std::deque<std::pair<std::size_t, Request>>* queues[] = {
+        &node_sums,         &rail_sums,         &spreads,        &from_child[0][0],
+        &from_child[0][1],  &from_child[1][0],  &from_child[1][1], &from_parent[0],
+        &from_parent[1]};
+    constexpr int kQueues = static_cast<int>(std::size(queues));
     std::vector<Request> fronts;
     std::vector<int> from;
-    for (int q = 0; q < 3; ++q) {
+    for (int q = 0; q < kQueues; ++q) {
       if (queues[q]->empty()) continue;
       fronts.push_back(std::move(queues[q]->front().second));
       from.push_back(q);
@@ -250,12 +322,17 @@ void run_gpu(Comm& comm, const Layout& at, Tensor data) {
     auto& queue = *queues[from[done]];
     const std::size_t c = queue.front().first;
     queue.pop_front();
-    switch (from[done]) {
-      case 0: node_summed(c); break;
-      case 1:
-        if (--chunks[c].rail_left == 0) summed(c);
-        break;
-      default: --chunks[c].spread_left; break;
+    const int q = from[done];
+    if (q == 0) {
+      node_summed(c);
+    } else if (q == 1) {
+      if (--chunks[c].rail_left == 0) summed(c);
+    } else if (q == 2) {
+      --chunks[c].spread_left;
+    } else if (q < 7) {
+      add_child(c, (q - 3) / 2, (q - 3) % 2 + 1);  // the next child, or up
+    } else {
+      total(c, q - 7);
     }
   }
 }
@@ -345,7 +422,16 @@ std::vector<std::vector<Flow>> hops(const Layout& at, double elem) {
         hop[4].push_back({r, carried, b});
       }
     }
-    if (at.m > 1) {
+    if (at.m > 1 && at.tree) {
+      // Up to the parent, and the sum back down, on each tree.
+      for (int h = 0; h < 2; ++h) {
+        const double b = bytes(at.half(0, l, h));
+        const int parent = at.links(k, h).parent;
+        if (b == 0 || parent < 0) continue;
+        hop[2].push_back({r, at.worker(parent, l), b});
+        hop[3].push_back({at.worker(parent, l), r, b});
+      }
+    } else if (at.m > 1) {
       for (int i = 0; i < at.m; ++i) {
         const double b = bytes(at.sub(0, l, i));
         if (b == 0) continue;
@@ -357,23 +443,39 @@ std::vector<std::vector<Flow>> hops(const Layout& at, double elem) {
   return hop;
 }
 
+// How many times a chunk crosses hops 2 and 3 one after the other: once
+// through the switch; on trees, as many times as the deepest tree has
+// levels below its root.
+int crossings(const Layout& at) {
+  if (!at.tree) return 1;
+  int deepest = 0;
+  for (int h = 0; h < 2; ++h) {
+    for (int k = 0; k < at.m; ++k) {
+      int depth = 0;
+      for (int node = k; at.links(node, h).parent >= 0; node = at.links(node, h).parent) ++depth;
+      deepest = std::max(deepest, depth);
+    }
+  }
+  return std::max(deepest, 1);
+}
+
 }  // namespace
 
-InNetworkHierarchicalScheme::InNetworkHierarchicalScheme(SchemeOptions options)
-    : Scheme(std::move(options)) {
+InNetworkHierarchicalScheme::InNetworkHierarchicalScheme(SchemeOptions options, Across across)
+    : Scheme(std::move(options)), across_(across) {
   check_whole_nodes(this->options());
 }
 
 void InNetworkHierarchicalScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {
   GRADEX_ENFORCE_EQ(comm.size(), endpoints(), "in_network_hierarchical group size");
   const Layout at(data.count, data.dtype, options().segment_bytes, workers(),
-                  options().ranks_per_node);
+                  options().ranks_per_node, across_ == Across::tree);
   const ReduceOp combine = combining_op(op);
   const int me = comm.rank();
   if (me < at.w) {
     GRADEX_ENFORCE(!data.phantom() || comm.phantom_payloads(), "a worker needs its gradient, rank ",
                    me);
-    run_gpu(comm, at, data);
+    run_gpu(comm, at, data, combine);
     finish_reduce(data, op, workers());
   } else if (me < 2 * at.w) {
     run_node_port(comm, at, me - at.w, data.dtype, combine);
@@ -386,7 +488,8 @@ void InNetworkHierarchicalScheme::allreduce(Comm& comm, Tensor data, ReduceOp op
 Traffic InNetworkHierarchicalScheme::expected_traffic(int endpoint, std::size_t count,
                                                       DType dtype) const {
   GRADEX_ENFORCE(endpoint >= 0 && endpoint < endpoints(), "endpoint ", endpoint);
-  const Layout at(count, dtype, options().segment_bytes, workers(), options().ranks_per_node);
+  const Layout at(count, dtype, options().segment_bytes, workers(), options().ranks_per_node,
+                  across_ == Across::tree);
   const std::uint64_t elem = dtype_size(dtype);
   Traffic t;
   const auto sent = [&](Part p, std::uint64_t times) {
@@ -412,7 +515,17 @@ Traffic InNetworkHierarchicalScheme::expected_traffic(int endpoint, std::size_t 
           sent(at.piece(c, at.carried(c, l)), 1);      // finished
         }
       }
-      if (at.m > 1) {
+      if (at.m > 1 && at.tree) {
+        // Up from each child and to the parent, then down the same links.
+        const int k = endpoint / at.g;
+        for (int h = 0; h < 2; ++h) {
+          const TreeLinks links = at.links(k, h);
+          const auto degree =
+              static_cast<std::uint64_t>(links.child_count() + (links.parent >= 0 ? 1 : 0));
+          sent(at.half(c, l, h), degree);
+          received(at.half(c, l, h), degree);
+        }
+      } else if (at.m > 1) {
         for (int i = 0; i < at.m; ++i) {
           sent(at.sub(c, l, i), 1);
           received(at.sub(c, l, i), 1);
@@ -437,15 +550,18 @@ Traffic InNetworkHierarchicalScheme::expected_traffic(int endpoint, std::size_t 
 
 double InNetworkHierarchicalScheme::model_time(std::size_t bytes, const Topology& topology) const {
   const std::size_t count = bytes / dtype_size(DType::f32);
-  const Layout at(count, DType::f32, options().segment_bytes, workers(), options().ranks_per_node);
+  const Layout at(count, DType::f32, options().segment_bytes, workers(), options().ranks_per_node,
+                  across_ == Across::tree);
   if (at.chunks == 0 || workers() == 1) return 0;
   const auto hop = hops(at, static_cast<double>(dtype_size(DType::f32)));
-  // The first chunk hop by hop, each hop waiting for the one before ...
+  // The first chunk hop by hop, each hop waiting for the one before (on
+  // trees up every level and down again) ...
   double first = 0;
   std::vector<Flow> all;
-  for (const std::vector<Flow>& flows : hop) {
-    first += slowest_flow(topology, flows);
-    all.insert(all.end(), flows.begin(), flows.end());
+  for (std::size_t i = 0; i < hop.size(); ++i) {
+    const int times = i == 2 || i == 3 ? crossings(at) : 1;
+    first += times * slowest_flow(topology, hop[i]);
+    all.insert(all.end(), hop[i].begin(), hop[i].end());
   }
   // ... then the rest at the busiest port's pace, every hop's bytes of a
   // chunk through it at once.

@@ -26,6 +26,16 @@
 // one spread. Each GPU's NVLink carries S out
 // and S in plus S/G each way, its NIC S/G each way, against the ring's
 // 2 (n-1)/n S through every port.
+//
+// Without a switch between the nodes (NCCL's NVLSTree, its default on
+// NVSwitch nodes for large all-reduces), step 2 is a double binary tree
+// over the nodes instead (allreduce/tree.h): rail l's GPUs, one per node,
+// split local rank l's piece in two halves, and half h goes up tree h (each
+// GPU adds its children's half into its own, then sends it to its parent)
+// and the root's sum comes back down it. A GPU is interior in at most one
+// of the two trees, so its NIC carries about 2 S/G each way on four nodes
+// or more (S/G on two): on two nodes the node's switch paces it, on more
+// its NIC does, as in NCCL.
 #pragma once
 
 #include "common/scheme.h"
@@ -34,15 +44,20 @@ namespace gradex {
 
 class InNetworkHierarchicalScheme final : public Scheme {
  public:
+  // What sums across the nodes: a switch (SHARP), or a tree of the GPUs.
+  enum class Across { reducing_switch, tree };
   // Throws ConfigError naming "ranks_per_node" if it does not divide the
   // workers.
-  explicit InNetworkHierarchicalScheme(SchemeOptions options);
+  InNetworkHierarchicalScheme(SchemeOptions options, Across across);
 
-  // The workers, then a node switch's port per worker, then a port of the
-  // switch between the nodes per worker.
-  int endpoints() const override { return 3 * workers(); }
+  // The workers, then a node switch's port per worker, then (across a
+  // switch) a port of the switch between the nodes per worker.
+  int endpoints() const override {
+    return (across_ == Across::reducing_switch ? 3 : 2) * workers();
+  }
   ReducingSwitches reducing_switches() const override {
-    return ReducingSwitches::per_node_and_across;
+    return across_ == Across::reducing_switch ? ReducingSwitches::per_node_and_across
+                                              : ReducingSwitches::per_node;
   }
   bool segmented() const override { return true; }
   void allreduce(Comm& comm, Tensor data, ReduceOp op) override;
@@ -53,6 +68,9 @@ class InNetworkHierarchicalScheme final : public Scheme {
   double model_time(std::size_t bytes, const Topology& topology) const override;
 
   int nodes() const { return workers() / options().ranks_per_node; }
+
+ private:
+  Across across_;
 };
 
 }  // namespace gradex

@@ -245,25 +245,33 @@ RunPlan plan_runs(Scenario scenario) {
       plan.runs.push_back(std::move(run));
     }
   }
+  // The switch between the nodes (or in_network's one switch).
+  const auto uses_switch = [](const PlannedRun& r) {
+    const auto levels = r.instance->reducing_switches();
+    return levels == Scheme::ReducingSwitches::one ||
+           levels == Scheme::ReducingSwitches::per_node_and_across;
+  };
   if (scenario.network.switch_given &&
-      std::none_of(plan.runs.begin(), plan.runs.end(),
-                   [](const PlannedRun& r) { return r.instance->reduces_in_network(); })) {
+      std::none_of(plan.runs.begin(), plan.runs.end(), uses_switch)) {
     throw ConfigError("/network/switch",
-                      "applies to the in_network schemes, which this scenario does not run");
+                      "applies to in_network and in_network_hierarchical, which this scenario "
+                      "does not run");
   }
-  // The switch inside each node sums for in_network_hierarchical, and for
-  // in_network on one node when network.switch does not stand for it.
+  // The switch inside each node sums for in_network_hierarchical and
+  // in_network_tree, and for in_network on one node when network.switch
+  // does not stand for it.
   const auto uses_node_switch = [&](const PlannedRun& r) {
     const auto levels = r.instance->reducing_switches();
     return levels == Scheme::ReducingSwitches::per_node_and_across ||
+           levels == Scheme::ReducingSwitches::per_node ||
            (levels == Scheme::ReducingSwitches::one && r.workers <= scenario.ranks_per_node &&
             !scenario.network.switch_given);
   };
   if (scenario.network.node_switch_given &&
       std::none_of(plan.runs.begin(), plan.runs.end(), uses_node_switch)) {
     throw ConfigError("/network/node_switch",
-                      "applies to in_network_hierarchical, and to in_network on one node "
-                      "without network.switch: this scenario runs neither");
+                      "applies to in_network_hierarchical, in_network_tree, and in_network on "
+                      "one node without network.switch: this scenario runs none of them");
   }
   // A field only some schemes read, given where none of them runs.
   const auto given = [&](std::string_view pointer) {

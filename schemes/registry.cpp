@@ -87,7 +87,18 @@ std::vector<SchemeEntry> build_registry() {
                "in-network reduction at two levels (NVLS inside each node, SHARP across the "
                "nodes): a node's switch sums its GPUs, a switch between the nodes sums each "
                "GPU's share of that across them, and the node's switch spreads the result",
-               [](SchemeOptions o) { return std::make_unique<InNetworkHierarchicalScheme>(o); }});
+               [](SchemeOptions o) {
+                 return std::make_unique<InNetworkHierarchicalScheme>(
+                     o, InNetworkHierarchicalScheme::Across::reducing_switch);
+               }});
+  r.push_back({"in_network_tree",
+               "NCCL's NVLSTree: a node's switch sums its GPUs (NVLS), each GPU carries a G-th of "
+               "that across the nodes on a double binary tree of its rail, and the node's switch "
+               "spreads the result; no switch between the nodes",
+               [](SchemeOptions o) {
+                 return std::make_unique<InNetworkHierarchicalScheme>(
+                     o, InNetworkHierarchicalScheme::Across::tree);
+               }});
   r.push_back({.name = "ps_colocated",
                .summary = "parameter server with its servers spread over the workers",
                .make = [](SchemeOptions o) {

@@ -273,6 +273,37 @@ TEST(Scenario, TwoLevelInNetworkReductionNeedsBothSwitches) {
             "/network/node_switch");
 }
 
+// in_network_tree's one switch: a port per GPU on its own node (the node
+// preset's NVLS, or network.node_switch), nothing between the nodes but
+// the GPUs' NICs. Refused without a node switch that sums, and with a
+// switch between the nodes that nothing of the run uses.
+TEST(Scenario, TreeAcrossNodesNeedsOnlyTheNodesSwitch) {
+  const RunPlan dgx = plan(R"({"name": "t", "sizes": [4096], "workers": 16, "transport": "sim",
+      "schemes": ["in_network_tree"], "network": {"node": "dgx_h100"}})");
+  ASSERT_EQ(dgx.runs.size(), 1u);
+  const Topology t = scenario_topology(dgx.scenario, *dgx.runs[0].instance, 16);
+  EXPECT_EQ(t.endpoints(), 32);
+  ASSERT_EQ(t.switches.size(), 1u);
+  EXPECT_EQ(t.switches[0].first, 16);
+  EXPECT_TRUE(t.switches[0].in_node);
+  EXPECT_TRUE(t.same_node(9, 16 + 9));
+  EXPECT_FALSE(t.same_node(1, 16 + 9));
+  // Across nodes a port does not multicast by itself: the sum comes back
+  // through the GPU that carried it, at the switch's whole rate.
+  EXPECT_DOUBLE_EQ(t.link(9, 25).bytes_per_second,
+                   find_link_preset("h100_nvls", "").bytes_per_second);
+  EXPECT_EQ(error(R"({"name": "t", "sizes": [4096], "workers": 16, "transport": "sim",
+      "schemes": ["in_network_tree"], "network": {"node": "dgx_a100"}})"),
+            "/network/node_switch");
+  EXPECT_EQ(error(R"({"name": "t", "sizes": [4096], "workers": 16, "transport": "sim",
+      "schemes": ["in_network_tree"], "network": {"node": "dgx_h100", "switch": "ib_ndr_sharp"}})"),
+            "/network/switch");
+  // Beside a scheme that uses it, the switch between the nodes is taken.
+  EXPECT_EQ(plan(R"({"name": "t", "sizes": [4096], "workers": 16, "transport": "sim",
+      "schemes": ["in_network_tree", "in_network_hierarchical"],
+      "network": {"node": "dgx_h100", "switch": "ib_ndr_sharp"}})").runs.size(), 2u);
+}
+
 // in_network's switch ports: on the GPUs' node with the node preset's
 // NVLS switch; across nodes only with network.switch (a node's NVSwitch
 // does not sum between nodes), on nodes of their own; "all" leaves the

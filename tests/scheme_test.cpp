@@ -75,20 +75,29 @@ INSTANTIATE_TEST_SUITE_P(
                                          std::size_t{1} << 20)),
     sizes_name);
 
-// in_network_hierarchical in many chunks whose pieces differ by an element
-// (1,003 f32 in 16-element segments): the GPU that carries a piece across
-// the nodes rotates with the chunk, so a rail's sub-pieces change size from
-// chunk to chunk, and every switch port must still fit and sum them.
+// in_network_hierarchical and in_network_tree in many chunks whose pieces
+// differ by an element (1,003 f32 in 16-element segments): the GPU that
+// carries a piece across the nodes rotates with the chunk, so a rail's
+// sub-pieces (or tree halves) change size from chunk to chunk, and every
+// switch port must still fit and sum them. 8 and 12 workers in nodes of 2
+// and 4: the trees over 2, 3, 4 and 6 nodes.
 TEST(InNetworkHierarchical, ManyUnevenChunksAddUp) {
-  for (const int per_node : {2, 4}) {
-    SchemeOptions o = options_for(8);
-    o.ranks_per_node = per_node;
-    o.segment_bytes = 64;
-    auto scheme = make_scheme("in_network_hierarchical", o);
-    const Measurement m = run(*scheme, 1003, DType::f32, ReduceOp::sum);
-    EXPECT_EQ(m.wrong, 0u) << per_node;
-    for (int e = 0; e < scheme->endpoints(); ++e) {
-      EXPECT_EQ(m.traffic[e], scheme->expected_traffic(e, 1003, DType::f32)) << "endpoint " << e;
+  for (const std::string name : {"in_network_hierarchical", "in_network_tree"}) {
+    for (const int workers : {8, 12}) {
+      for (const int per_node : {2, 4}) {
+        SchemeOptions o = options_for(workers);
+        o.ranks_per_node = per_node;
+        o.segment_bytes = 64;
+        auto scheme = make_scheme(name, o);
+        for (const ReduceOp op : {ReduceOp::sum, ReduceOp::max}) {
+          const Measurement m = run(*scheme, 1003, DType::f32, op);
+          EXPECT_EQ(m.wrong, 0u) << name << " " << workers << " " << per_node;
+          for (int e = 0; e < scheme->endpoints(); ++e) {
+            EXPECT_EQ(m.traffic[e], scheme->expected_traffic(e, 1003, DType::f32))
+                << name << " endpoint " << e;
+          }
+        }
+      }
     }
   }
 }

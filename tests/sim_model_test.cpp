@@ -35,6 +35,11 @@ constexpr double kGB = 1e9;
 // chain's latencies to the ports' bytes was allowed 10%).
 double tolerance(const std::string& name) {
   if (name == "ps_hybrid") return 0.01;
+  // Its model takes a chunk up and down the deeper tree level by level,
+  // each level at its slowest flow; a GPU with a parent (or children) in
+  // both trees sends them one half after the other on one connection, and
+  // the levels' flows do not all start at once.
+  if (name == "in_network_tree") return 0.1;
   return 1e-9;
 }
 
@@ -464,6 +469,45 @@ TEST(ModelVsSim, TwoLevelInNetworkReductionRunsAtItsBusiestPort) {
     one.topology.add_switch(8, 8, {275 * kGB, 1e-6}, /*in_node=*/true);
     const double t = simulate_allreduce(*s, one).seconds;
     EXPECT_NEAR(t / (gib / (275 * kGB)), 1.0, 0.03);
+  }
+}
+
+// NCCL's NVLSTree with a node switch fast enough to leave the pace to the
+// NICs: on 2 nodes each GPU's NIC carries S/G each way (up its tree and
+// down, a root in one tree and a leaf in the other), the simulation runs
+// at that rate, and the model says so. On 4 nodes a GPU interior in one
+// tree carries 2 S/G each way; the model's pace is that NIC's, and the
+// simulation runs up to 15% longer (a GPU's halves of two trees to one
+// peer share one connection, first in first out: results/README.md,
+// known gaps).
+TEST(ModelVsSim, TreeAcrossNodesRunsAtItsBusiestNic) {
+  const double gib = 1 << 30;
+  for (const int nodes : {2, 4}) {
+    SchemeOptions o;
+    o.workers = 8 * nodes;
+    o.ranks_per_node = 8;
+    o.segment_bytes = 1 << 20;
+    auto scheme = make_scheme("in_network_tree", o);
+    ASSERT_EQ(scheme->endpoints(), 2 * o.workers);
+    SimRequest req;
+    req.count = static_cast<std::size_t>(gib / 4);
+    req.topology = Topology::grouped(o.workers, 8, o.workers, {900 * kGB, 1e-6}, {50 * kGB, 5e-6});
+    req.topology.add_switch(o.workers, o.workers, {2000 * kGB, 1e-6}, /*in_node=*/true);
+    const SimResult r = simulate_allreduce(*scheme, req);
+    const double bound = (nodes == 2 ? 1 : 2) * gib / 8 / (50 * kGB);
+    const double model = modelled(*scheme, req.count * 4, req.topology);
+    EXPECT_GE(r.seconds, bound) << nodes << " nodes";
+    EXPECT_NEAR(model / bound, 1.0, 0.05) << nodes << " nodes";
+    if (nodes == 2) {
+      EXPECT_NEAR(r.seconds / model, 1.0, 0.02);
+    } else {
+      EXPECT_GE(r.seconds, model);
+      EXPECT_LE(r.seconds, 1.15 * model);
+    }
+    for (int e = 0; e < scheme->endpoints(); ++e) {
+      EXPECT_EQ(r.traffic[e].bytes_sent, scheme->expected_traffic(e, req.count, DType::f32).bytes_sent)
+          << "endpoint " << e;
+    }
   }
 }
 

@@ -179,7 +179,9 @@ TEST(SimulateCommand, SwitchesThatSumAreFlags) {
   EXPECT_EQ(code, 0) << out;
   std::tie(code, out) = simulate(dir, "-n 4 -s ring -b 1MiB --link ib_hdr_200g --switch ib_ndr_sharp --no-output");
   EXPECT_EQ(code, 2) << out;
-  EXPECT_NE(out.find("--switch: applies to the in_network schemes"), std::string::npos) << out;
+  EXPECT_NE(out.find("--switch: applies to in_network and in_network_hierarchical"),
+            std::string::npos)
+      << out;
   std::tie(code, out) = simulate(dir, "-n 16 -s in_network -b 1MiB --link ib_hdr_200g --no-output");
   EXPECT_EQ(code, 2) << out;
   EXPECT_NE(out.find("give network.switch (--switch;"), std::string::npos) << out;
