@@ -80,22 +80,22 @@ INSTANTIATE_TEST_SUITE_P(
 // carries a piece across the nodes rotates with the chunk, so a rail's
 // sub-pieces (or tree halves) change size from chunk to chunk, and every
 // switch port must still fit and sum them. 8 and 12 workers in nodes of 2
-// and 4: the trees over 2, 3, 4 and 6 nodes.
+// and 4: the trees over 2, 3, 4 and 6 nodes; and 17 nodes of 2, where a
+// piece is cut in more sub-pieces than it has elements in some chunks.
 TEST(InNetworkHierarchical, ManyUnevenChunksAddUp) {
+  const std::pair<int, int> shapes[] = {{8, 2}, {8, 4}, {12, 2}, {12, 4}, {34, 2}};
   for (const std::string name : {"in_network_hierarchical", "in_network_tree"}) {
-    for (const int workers : {8, 12}) {
-      for (const int per_node : {2, 4}) {
-        SchemeOptions o = options_for(workers);
-        o.ranks_per_node = per_node;
-        o.segment_bytes = 64;
-        auto scheme = make_scheme(name, o);
-        for (const ReduceOp op : {ReduceOp::sum, ReduceOp::max}) {
-          const Measurement m = run(*scheme, 1003, DType::f32, op);
-          EXPECT_EQ(m.wrong, 0u) << name << " " << workers << " " << per_node;
-          for (int e = 0; e < scheme->endpoints(); ++e) {
-            EXPECT_EQ(m.traffic[e], scheme->expected_traffic(e, 1003, DType::f32))
-                << name << " endpoint " << e;
-          }
+    for (const auto& [workers, per_node] : shapes) {
+      SchemeOptions o = options_for(workers);
+      o.ranks_per_node = per_node;
+      o.segment_bytes = 64;
+      auto scheme = make_scheme(name, o);
+      for (const ReduceOp op : {ReduceOp::sum, ReduceOp::max}) {
+        const Measurement m = run(*scheme, 1003, DType::f32, op);
+        EXPECT_EQ(m.wrong, 0u) << name << " " << workers << " " << per_node;
+        for (int e = 0; e < scheme->endpoints(); ++e) {
+          EXPECT_EQ(m.traffic[e], scheme->expected_traffic(e, 1003, DType::f32))
+              << name << " endpoint " << e;
         }
       }
     }
