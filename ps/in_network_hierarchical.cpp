@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <deque>
-#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -282,6 +281,25 @@ void run_gpu(Comm& comm, const Layout& at, Tensor data, ReduceOp combine) {
     node_summed(c);  // nothing to sum inside the node
   };
 
+  // Every queue of messages this GPU waits for, and what the next one
+  // that lands completes.
+  enum class Hop { node_sum, rail_sum, spread, from_child, from_parent };
+  struct Source {
+    std::deque<std::pair<std::size_t, Request>>* queue;
+    Hop hop;
+    int tree = 0;   // from_child, from_parent: which tree
+    int child = 0;  // from_child: which of its children
+  };
+  const Source sources[] = {{&node_sums, Hop::node_sum},
+                            {&rail_sums, Hop::rail_sum},
+                            {&spreads, Hop::spread},
+                            {&from_child[0][0], Hop::from_child, 0, 0},
+                            {&from_child[0][1], Hop::from_child, 0, 1},
+                            {&from_child[1][0], Hop::from_child, 1, 0},
+                            {&from_child[1][1], Hop::from_child, 1, 1},
+                            {&from_parent[0], Hop::from_parent, 0},
+                            {&from_parent[1], Hop::from_parent, 1}};
+
   std::size_t started = 0;
   std::size_t oldest = 0;  // the oldest chunk not finished here
   while (true) {
@@ -302,37 +320,29 @@ void run_gpu(Comm& comm, const Layout& at, Tensor data, ReduceOp combine) {
     }
     if (oldest == at.chunks) break;
     // Whichever hop's next message comes first.
-    std::deque<std::pair<std::size_t, Request>>* queues[] = {
-        &node_sums,         &rail_sums,         &spreads,        &from_child[0][0],
-        &from_child[0][1],  &from_child[1][0],  &from_child[1][1], &from_parent[0],
-        &from_parent[1]};
-    constexpr int kQueues = static_cast<int>(std::size(queues));
     std::vector<Request> fronts;
-    std::vector<int> from;
-    for (int q = 0; q < kQueues; ++q) {
-      if (queues[q]->empty()) continue;
-      fronts.push_back(std::move(queues[q]->front().second));
-      from.push_back(q);
+    std::vector<const Source*> from;
+    for (const Source& source : sources) {
+      if (source.queue->empty()) continue;
+      fronts.push_back(std::move(source.queue->front().second));
+      from.push_back(&source);
     }
     GRADEX_ENFORCE(!fronts.empty(), "in_network_hierarchical: rank ", r, " waits for nothing");
     const std::size_t done = comm.wait_any(fronts);
     for (std::size_t i = 0; i < fronts.size(); ++i) {
-      if (i != done) queues[from[i]]->front().second = std::move(fronts[i]);
+      if (i != done) from[i]->queue->front().second = std::move(fronts[i]);
     }
-    auto& queue = *queues[from[done]];
-    const std::size_t c = queue.front().first;
-    queue.pop_front();
-    const int q = from[done];
-    if (q == 0) {
-      node_summed(c);
-    } else if (q == 1) {
-      if (--chunks[c].rail_left == 0) summed(c);
-    } else if (q == 2) {
-      --chunks[c].spread_left;
-    } else if (q < 7) {
-      add_child(c, (q - 3) / 2, (q - 3) % 2 + 1);  // the next child, or up
-    } else {
-      total(c, q - 7);
+    const Source& source = *from[done];
+    const std::size_t c = source.queue->front().first;
+    source.queue->pop_front();
+    switch (source.hop) {
+      case Hop::node_sum: node_summed(c); break;
+      case Hop::rail_sum:
+        if (--chunks[c].rail_left == 0) summed(c);
+        break;
+      case Hop::spread: --chunks[c].spread_left; break;
+      case Hop::from_child: add_child(c, source.tree, source.child + 1); break;  // the next, or up
+      case Hop::from_parent: total(c, source.tree); break;
     }
   }
 }
