@@ -117,6 +117,15 @@ class Comm {
   virtual void set_collective_protocol(const char* name) {
     protocol_.store(name, std::memory_order_relaxed);
   }
+  // Whether the collective this endpoint is running sends to one peer on
+  // connections of their own per tag, each in posting order, as a GPU
+  // library's channels and tree directions are (set by Scheme::run from
+  // Scheme::connection_per_tag), rather than on one connection in posting
+  // order. The simulator, which keeps a queue per connection, times
+  // messages by it; a process transport has one socket per peer whatever
+  // the tags. A sub-group's is its parent's.
+  virtual bool connection_per_tag() const { return per_tag_.load(std::memory_order_relaxed); }
+  virtual void set_connection_per_tag(bool on) { per_tag_.store(on, std::memory_order_relaxed); }
 
   Request isend(int peer, const void* data, std::size_t bytes, Tag tag);
   Request irecv(int peer, void* data, std::size_t bytes, Tag tag);
@@ -184,6 +193,7 @@ class Comm {
  private:
   Traffic traffic_;
   std::atomic<const char*> protocol_{nullptr};
+  std::atomic<bool> per_tag_{false};
   const Request* request_in_wait_ = nullptr;
 };
 
@@ -218,6 +228,8 @@ class SubComm final : public Comm {
   bool phantom_payloads() const override { return parent_.phantom_payloads(); }
   const char* collective_protocol() const override { return parent_.collective_protocol(); }
   void set_collective_protocol(const char* name) override { parent_.set_collective_protocol(name); }
+  bool connection_per_tag() const override { return parent_.connection_per_tag(); }
+  void set_connection_per_tag(bool on) override { parent_.set_connection_per_tag(on); }
   int parent_rank(int rank) const { return members_.at(rank); }
   Comm& parent() { return parent_; }
 

@@ -20,21 +20,29 @@ void pay_launch(Comm& comm, double launch) {
   if (clock.is_virtual() && launch > 0) clock.sleep_until(clock.now() + launch);
 }
 
-// Sets the comm's collective protocol for one run, and puts back what was
-// there however the run ends.
-class ProtocolScope {
+// Sets how the comm times one run's messages (its protocol, and a
+// connection per tag or not), and puts back what was there however the
+// run ends.
+class CollectiveScope {
  public:
-  ProtocolScope(Comm& comm, const char* protocol)
-      : comm_(comm), before_(comm.collective_protocol()) {
+  CollectiveScope(Comm& comm, const char* protocol, bool connection_per_tag)
+      : comm_(comm),
+        protocol_before_(comm.collective_protocol()),
+        per_tag_before_(comm.connection_per_tag()) {
     comm_.set_collective_protocol(protocol);
+    comm_.set_connection_per_tag(connection_per_tag);
   }
-  ~ProtocolScope() { comm_.set_collective_protocol(before_); }
-  ProtocolScope(const ProtocolScope&) = delete;
-  ProtocolScope& operator=(const ProtocolScope&) = delete;
+  ~CollectiveScope() {
+    comm_.set_collective_protocol(protocol_before_);
+    comm_.set_connection_per_tag(per_tag_before_);
+  }
+  CollectiveScope(const CollectiveScope&) = delete;
+  CollectiveScope& operator=(const CollectiveScope&) = delete;
 
  private:
   Comm& comm_;
-  const char* before_;
+  const char* protocol_before_;
+  bool per_tag_before_;
 };
 
 }  // namespace
@@ -78,7 +86,7 @@ void Scheme::run(Comm& comm, Collective c, Tensor data, ReduceOp op, const Topol
       : network->protocol_choices(reduces_in_network()).empty()
           ? ProtocolChoice{nullptr, network->launch_seconds(), 0}
           : protocol_choice(c, data.bytes(), *network);
-  const ProtocolScope scope(comm, choice.protocol);
+  const CollectiveScope scope(comm, choice.protocol, connection_per_tag());
   pay_launch(comm, choice.launch_seconds);
   switch (c) {
     case Collective::all_reduce: return allreduce(comm, data, op);

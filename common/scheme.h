@@ -133,6 +133,13 @@ class Scheme {
   enum class ReducingSwitches { none, one, per_node, per_node_and_across };
   virtual ReducingSwitches reducing_switches() const { return ReducingSwitches::none; }
   bool reduces_in_network() const { return reducing_switches() != ReducingSwitches::none; }
+  // True when the scheme sends to one peer on several connections, one
+  // per tag, each in posting order, as NCCL's channels and the two
+  // directions of its trees do (Comm::connection_per_tag, set for each
+  // run): the simulator then queues each tag's messages apart, so that one
+  // hop's backlog does not hold up another's message to the same peer.
+  // False: one connection per peer, as over a socket.
+  virtual bool connection_per_tag() const { return false; }
   // True when options().segment_bytes shapes how the buffer moves (a
   // pipeline of segments): auto then also picks the segment size.
   virtual bool segmented() const { return false; }

@@ -28,13 +28,16 @@ constexpr Tag kSpread = 5;        // node port j -> the node's GPUs
 constexpr Tag kUp[2] = {6, 7};
 constexpr Tag kDown[2] = {8, 9};
 
-// Chunks a GPU keeps under way. A chunk's six hops take about five times
-// the busiest port's time per chunk on a DGX H100 (the NVLS and NDR
-// presets, 1 MiB segments), so fewer leave that port idle; more put chunks
-// side by side on the same ports, where fair sharing makes them all late
-// (simulated, 32 GPUs at 256 MiB: 1.61 ms with 4, 1.42 with 6, 1.44 with
-// 8, 1.55 with 16, 1.96 with 32).
-constexpr std::size_t kChunksUnderWay = 8;
+// Chunks a GPU keeps under way, per hop of a chunk's round trip. A chunk
+// takes each hop in about the busiest port's time per chunk or less, so a
+// window of as many chunks as hops keeps that port busy only if no hop
+// ever waits; twice as many leave room. Each hop has its own connection
+// (connection_per_tag), so the chunks of a window queue on it in order
+// rather than share it. Simulated on DGX H100 nodes at 1 GiB (1 MiB
+// segments), in_network_tree against its model: 8 chunks for every depth
+// ran 1.21x it on 8 nodes and 1.41x on 16, where a chunk crosses 14 and 16
+// hops; two per hop, 0.99x on both.
+constexpr std::size_t kChunksPerHop = 2;
 
 struct Part {
   std::size_t offset = 0;
@@ -53,13 +56,23 @@ struct Layout {
         count(count),
         per_chunk(static_cast<std::size_t>(per_node) *
                   std::max<std::size_t>(1, segment_bytes / dtype_size(dtype))),
-        chunks((count + per_chunk - 1) / per_chunk) {}
+        chunks((count + per_chunk - 1) / per_chunk),
+        crossings(crossings_of()),
+        window(kChunksPerHop * static_cast<std::size_t>(4 + 2 * crossings)) {}
 
   bool tree;  // across the nodes on trees, not through a switch
   int w, g, m;
   std::size_t count;
   std::size_t per_chunk;  // elements
   std::size_t chunks;
+  // How many times a chunk crosses the nodes up and then down (hops 2 and
+  // 3) one after the other: once through the switch; on trees, as many
+  // times as the deepest tree has levels below its root.
+  int crossings;
+  // Chunks a GPU keeps under way: kChunksPerHop for each hop of a chunk's
+  // round trip (to the node's port, to the carrier, 2 x crossings, back to
+  // the port, to the GPUs).
+  std::size_t window;
 
   Part chunk(std::size_t c) const {
     const std::size_t begin = c * per_chunk;
@@ -105,6 +118,18 @@ struct Layout {
 
  private:
   std::size_t g_u() const { return static_cast<std::size_t>(g); }
+  int crossings_of() const {
+    if (!tree) return 1;
+    int deepest = 0;
+    for (int h = 0; h < 2; ++h) {
+      for (int k = 0; k < m; ++k) {
+        int depth = 0;
+        for (int node = k; links(node, h).parent >= 0; node = links(node, h).parent) ++depth;
+        deepest = std::max(deepest, depth);
+      }
+    }
+    return std::max(deepest, 1);
+  }
 };
 
 // A port's memory: a slot per chunk that can be under way at once (the
@@ -112,25 +137,26 @@ struct Layout {
 // sends must be done before it takes another chunk.
 class Slots {
  public:
-  Slots(bool phantom, std::size_t elements, DType dtype)
-      : dtype_(dtype), bytes_(phantom ? 0 : elements * dtype_size(dtype)),
-        memory_(kCount * bytes_), sends_(kCount) {}
-  static constexpr std::size_t kCount = kChunksUnderWay + 1;
+  Slots(bool phantom, std::size_t elements, DType dtype, std::size_t window)
+      : count_(window + 1), dtype_(dtype), bytes_(phantom ? 0 : elements * dtype_size(dtype)),
+        memory_(count_ * bytes_), sends_(count_) {}
+  std::size_t count() const { return count_; }
 
   Tensor of(std::size_t chunk, std::size_t count) {
-    std::byte* base = bytes_ == 0 ? nullptr : memory_.data() + (chunk % kCount) * bytes_;
+    std::byte* base = bytes_ == 0 ? nullptr : memory_.data() + (chunk % count_) * bytes_;
     return Tensor{base, count, dtype_};
   }
-  std::vector<Request>& sends(std::size_t chunk) { return sends_[chunk % kCount]; }
+  std::vector<Request>& sends(std::size_t chunk) { return sends_[chunk % count_]; }
   void wait(Comm& comm, std::size_t chunk) {
     comm.wait_all(sends(chunk));
     sends(chunk).clear();
   }
   void wait_all(Comm& comm) {
-    for (std::size_t c = 0; c < kCount; ++c) wait(comm, c);
+    for (std::size_t c = 0; c < count_; ++c) wait(comm, c);
   }
 
  private:
+  std::size_t count_;
   DType dtype_;
   std::size_t bytes_;
   std::vector<std::byte> memory_;
@@ -161,7 +187,7 @@ void sum_into(Comm& comm, const std::vector<int>& sources, Tensor acc, ReduceOp 
   }
 }
 
-// Local rank l of node k: its chunks under way, at most kChunksUnderWay.
+// Local rank l of node k: its chunks under way, at most the layout's window.
 void run_gpu(Comm& comm, const Layout& at, Tensor data, ReduceOp combine) {
   const int r = comm.rank();
   const int k = r / at.g;
@@ -313,7 +339,7 @@ void run_gpu(Comm& comm, const Layout& at, Tensor data, ReduceOp combine) {
         ++oldest;
         moved = true;
       }
-      while (started < at.chunks && started < oldest + kChunksUnderWay) {
+      while (started < at.chunks && started < oldest + at.window) {
         start(started++);
         moved = true;
       }
@@ -355,7 +381,7 @@ void run_node_port(Comm& comm, const Layout& at, int worker, DType dtype, Reduce
   const int j = worker % at.g;
   std::vector<int> gpus;
   for (int l = 0; l < at.g; ++l) gpus.push_back(at.worker(k, l));
-  Slots slots(comm.phantom_payloads(), at.piece(0, j).count, dtype);
+  Slots slots(comm.phantom_payloads(), at.piece(0, j).count, dtype, at.window);
   std::deque<std::pair<std::size_t, Request>> finished;  // chunks whose sum is away
   // The oldest chunk whose sum has come back: to every GPU of the node.
   const auto spread = [&]() -> Request* {
@@ -369,7 +395,7 @@ void run_node_port(Comm& comm, const Layout& at, int worker, DType dtype, Reduce
     const Part p = at.piece(c, j);
     if (p.count == 0) continue;
     // The slot's last chunk must have been spread, and its sends done.
-    while (!finished.empty() && finished.front().first + Slots::kCount <= c) {
+    while (!finished.empty() && finished.front().first + slots.count() <= c) {
       comm.wait(finished.front().second);
       spread();
     }
@@ -400,7 +426,8 @@ void run_rail_port(Comm& comm, const Layout& at, int l, int i, DType dtype, Redu
   for (int k = 0; k < at.m; ++k) gpus.push_back(at.worker(k, l));
   // Sized for the largest sub-piece i of any chunk: piece 0 of a whole
   // chunk is the largest piece, and the carried piece rotates.
-  Slots slots(comm.phantom_payloads(), at.sub(0, /*carrier of piece 0*/ 0, i).count, dtype);
+  Slots slots(comm.phantom_payloads(), at.sub(0, /*carrier of piece 0*/ 0, i).count, dtype,
+              at.window);
   for (std::size_t c = 0; c < at.chunks; ++c) {
     const Part p = at.sub(c, l, i);
     if (p.count == 0) continue;
@@ -453,21 +480,6 @@ std::vector<std::vector<Flow>> hops(const Layout& at, double elem) {
   return hop;
 }
 
-// How many times a chunk crosses hops 2 and 3 one after the other: once
-// through the switch; on trees, as many times as the deepest tree has
-// levels below its root.
-int crossings(const Layout& at) {
-  if (!at.tree) return 1;
-  int deepest = 0;
-  for (int h = 0; h < 2; ++h) {
-    for (int k = 0; k < at.m; ++k) {
-      int depth = 0;
-      for (int node = k; at.links(node, h).parent >= 0; node = at.links(node, h).parent) ++depth;
-      deepest = std::max(deepest, depth);
-    }
-  }
-  return std::max(deepest, 1);
-}
 
 }  // namespace
 
@@ -569,7 +581,7 @@ double InNetworkHierarchicalScheme::model_time(std::size_t bytes, const Topology
   double first = 0;
   std::vector<Flow> all;
   for (std::size_t i = 0; i < hop.size(); ++i) {
-    const int times = i == 2 || i == 3 ? crossings(at) : 1;
+    const int times = i == 2 || i == 3 ? at.crossings : 1;
     first += times * slowest_flow(topology, hop[i]);
     all.insert(all.end(), hop[i].begin(), hop[i].end());
   }

@@ -60,6 +60,11 @@ class InNetworkHierarchicalScheme final : public Scheme {
                                               : ReducingSwitches::per_node;
   }
   bool segmented() const override { return true; }
+  // Each hop its own connection (NCCL's NVLS and trees keep a queue per
+  // channel and direction): on one connection per peer a GPU's finished
+  // piece would wait behind later chunks' contributions to the same node
+  // port, and one tree's sums down behind the other tree's halves up.
+  bool connection_per_tag() const override { return true; }
   void allreduce(Comm& comm, Tensor data, ReduceOp op) override;
   Traffic expected_traffic(int endpoint, std::size_t count, DType dtype) const override;
   // A pipeline of chunks: one chunk through the six hops (each the slowest

@@ -132,6 +132,72 @@ TEST(SimNetwork, OneConnectionIsFifo) {
   EXPECT_DOUBLE_EQ(done[1], 2e-3);
 }
 
+// A collective that keeps a connection per tag (Comm::connection_per_tag,
+// a GPU library's channels) sends its two tags' messages side by side,
+// sharing the ports, while each tag's own messages still leave in order;
+// the setting belongs to the comm and is off again for the next messages.
+TEST(SimNetwork, AConnectionPerTagSharesThePortsAcrossTags) {
+  SimWorld world(2, TransportOptions{.shaping = flat(2, 1 * kGB, 0)});
+  std::vector<double> done;
+  world.run([&](Comm& c) {
+    const std::size_t bytes = 1'000'000;
+    const auto exchange = [&](bool per_tag) {
+      c.set_connection_per_tag(per_tag);
+      const double start = c.clock().now();
+      if (c.rank() == 0) {
+        std::vector<Request> sends = {c.isend(1, nullptr, bytes, 0), c.isend(1, nullptr, bytes, 1),
+                                      c.isend(1, nullptr, bytes, 0)};
+        for (Request& r : sends) {
+          c.wait(r);
+          done.push_back(c.clock().now() - start);
+        }
+      } else {
+        std::vector<Request> recvs = {c.irecv(0, nullptr, bytes, 1), c.irecv(0, nullptr, bytes, 0),
+                                      c.irecv(0, nullptr, bytes, 0)};
+        c.wait_all(recvs);
+      }
+      c.set_connection_per_tag(false);
+    };
+    exchange(true);
+    exchange(false);
+  });
+  ASSERT_EQ(done.size(), 6u);
+  // Per tag: tag 0's first and tag 1's message at 0.5 GB/s each (2 ms),
+  // then tag 0's second, queued behind its first, alone (3 ms).
+  EXPECT_DOUBLE_EQ(done[0], 2e-3);
+  EXPECT_DOUBLE_EQ(done[1], 2e-3);
+  EXPECT_DOUBLE_EQ(done[2], 3e-3);
+  // One connection: one after the other.
+  EXPECT_DOUBLE_EQ(done[3], 1e-3);
+  EXPECT_DOUBLE_EQ(done[4], 2e-3);
+  EXPECT_DOUBLE_EQ(done[5], 3e-3);
+}
+
+// Scheme::run sets the comm's connection per tag from the scheme for the
+// run, and puts back what was there.
+TEST(SimNetwork, SchemeRunSetsTheConnectionPerTagForItsRun) {
+  for (const std::string name : {"ring", "in_network_tree"}) {
+    SchemeOptions o;
+    o.workers = 2;
+    o.ranks_per_node = 1;
+    auto scheme = make_scheme(name, o);
+    Topology topology = flat(scheme->endpoints(), 1 * kGB, 0);
+    if (scheme->reduces_in_network()) {
+      topology = Topology::grouped(2, 1, 2, {10 * kGB, 0}, {1 * kGB, 0});
+      topology.add_switch(2, 2, {10 * kGB, 0}, /*in_node=*/true);
+    }
+    SimWorld world(scheme->endpoints(), TransportOptions{.shaping = topology});
+    const bool expected = name == "in_network_tree";
+    EXPECT_EQ(scheme->connection_per_tag(), expected);
+    world.run([&](Comm& c) {
+      std::vector<float> data(64, 1.0f);
+      scheme->run(c, Collective::all_reduce, Tensor{data.data(), data.size(), DType::f32},
+                  ReduceOp::sum);
+      EXPECT_FALSE(c.connection_per_tag());
+    });
+  }
+}
+
 // The second message on a connection takes over the first's flow when it
 // leaves, at the rate the port's sharing gives it: half of rank 2's
 // ingress while rank 1's 2 MB still arrive, all of it once rank 1's

@@ -29,6 +29,7 @@ using transport::OpKind;
 struct SimOp final : transport::Op {
   bool timer = false;
   const char* protocol = nullptr;  // a send's: its rank's collective protocol
+  bool line_per_tag = false;       // a send's: Comm::connection_per_tag
 };
 using OpPtr = std::shared_ptr<SimOp>;
 
@@ -148,6 +149,18 @@ struct MixedKey {
   }
 };
 
+// The connection of one tag between a pair (Comm::connection_per_tag).
+struct TaggedLineKey {
+  std::uint64_t pair = 0;  // src * size + dst
+  Tag tag = 0;
+  bool operator==(const TaggedLineKey&) const = default;
+};
+struct TaggedLineHash {
+  std::size_t operator()(const TaggedLineKey& k) const {
+    return MixedKey{}(k.pair ^ MixedKey{}(k.tag));
+  }
+};
+
 }  // namespace
 
 struct SimWorld::Impl {
@@ -178,6 +191,9 @@ struct SimWorld::Impl {
   // talked once usually talks again), keyed by src * size + dst; the map's
   // elements do not move, so messages point at theirs.
   std::unordered_map<std::uint64_t, Line, MixedKey> lines;
+  // A collective's connections when it keeps one per tag (a GPU library's
+  // channels): its messages to a peer on different tags leave side by side.
+  std::unordered_map<TaggedLineKey, Line, TaggedLineHash> tagged_lines;
   // Every message ever made (a deque: they never move), and those free
   // for reuse: a message costs no allocation once the pool is warm.
   std::deque<Message> message_pool;
@@ -333,6 +349,7 @@ class SimComm final : public Comm {
                                            Tag tag) override {
     auto op = transport::make_send<SimOp>(rank_, peer, data, bytes, tag, alloc_);
     op->protocol = collective_protocol();
+    op->line_per_tag = connection_per_tag();
     world_.post_send(checked(op));
     return op;
   }
@@ -523,14 +540,14 @@ void SimWorld::Impl::post_send(const OpPtr& op) {
   // The bytes start leaving now, whether or not the receive is posted: the
   // shaper of the in-process transport reserves port time at the send too.
   if (op->bytes > 0 && network.limited(m->src, m->dst)) {
+    const auto key = static_cast<std::uint64_t>(m->src) * static_cast<std::uint64_t>(size) +
+                     static_cast<std::uint64_t>(m->dst);
     RankState& sender = ranks[static_cast<std::size_t>(m->src)];
-    if (sender.last_line_to != m->dst) {
-      const auto key = static_cast<std::uint64_t>(m->src) * static_cast<std::uint64_t>(size) +
-                       static_cast<std::uint64_t>(m->dst);
+    if (!op->line_per_tag && sender.last_line_to != m->dst) {
       sender.last_line = &lines[key];
       sender.last_line_to = m->dst;
     }
-    Line& line = *sender.last_line;
+    Line& line = op->line_per_tag ? tagged_lines[TaggedLineKey{key, op->tag}] : *sender.last_line;
     m->line = &line;
     if (line.head == nullptr) {
       line.head = line.tail = m;
