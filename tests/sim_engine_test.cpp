@@ -5,10 +5,12 @@
 // same, to the last printed digit. A faster event engine, a bounded
 // posting window or a cheaper matcher changes how the simulator computes,
 // never what it computes: if this fails, the change moved simulated time.
-// tests/sim_engine/stars does the same where many flows meet at one port.
+// tests/sim_engine/stars does the same where many flows meet at one port,
+// tests/sim_engine/channels for schemes with a connection per tag.
 // Only a deliberate change of the model regenerates a record:
 //   gradex simulate tests/sim_engine/scenario.json -q -o tests/sim_engine
 //   gradex simulate tests/sim_engine/stars/scenario.json -q -o tests/sim_engine/stars
+//   gradex simulate tests/sim_engine/channels/scenario.json -q -o tests/sim_engine/channels
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,6 +79,13 @@ TEST(SimEngine, ReproducesTheRecordedSimulatedTimesExactly) {
 TEST(SimEngine, ReproducesTheRecordedTimesWhereManyFlowsMeetAtOnePort) {
   // 4 schemes x 2 worker counts x 3 sizes.
   expect_record_reproduced(kRecords / "stars", 24);
+}
+
+// Schemes whose hops each have their own connection to a peer
+// (Scheme::connection_per_tag): the two in-network schemes across nodes.
+TEST(SimEngine, ReproducesTheRecordedTimesOfAConnectionPerTag) {
+  // 2 schemes x 2 worker counts x 3 sizes.
+  expect_record_reproduced(kRecords / "channels", 12);
 }
 
 // A completion the network asked for: the flow's `version` at `time`.
