@@ -480,7 +480,6 @@ std::vector<std::vector<Flow>> hops(const Layout& at, double elem) {
   return hop;
 }
 
-
 }  // namespace
 
 InNetworkHierarchicalScheme::InNetworkHierarchicalScheme(SchemeOptions options, Across across)
