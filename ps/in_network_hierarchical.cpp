@@ -35,7 +35,7 @@ constexpr Tag kDown[2] = {8, 9};
 // (connection_per_tag), so the chunks of a window queue on it in order
 // rather than share it. Simulated on DGX H100 nodes at 1 GiB (1 MiB
 // segments), in_network_tree against its model: 8 chunks for every depth
-// ran 1.21x it on 8 nodes and 1.41x on 16, where a chunk crosses 14 and 16
+// ran 1.21x it on 8 nodes and 1.41x on 16, where a chunk crosses 10 and 12
 // hops; two per hop, 0.99x on both.
 constexpr std::size_t kChunksPerHop = 2;
 
