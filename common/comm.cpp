@@ -109,8 +109,9 @@ void Comm::wait_all(std::span<Request> requests) {
 
 std::size_t Comm::wait_any(std::span<Request> requests) {
   // The pending ones, in place for the usual few (several rings driven at
-  // once wait on one request each): a wait per message allocates nothing.
-  constexpr std::size_t kInPlace = 16;
+  // once wait on one request each; a PS round on the oldest 16 of each of
+  // its streams): a wait per message allocates nothing.
+  constexpr std::size_t kInPlace = 64;
   std::array<RequestState*, kInPlace> states_in_place;
   std::array<std::size_t, kInPlace> index_in_place;
   std::vector<RequestState*> states_beyond;

@@ -323,7 +323,9 @@ Scenario parse_scenario(const nlohmann::json& document) {
   JsonReader ps = root.object("ps");
   // 0 dedicated servers is ps_hybrid's all-reduce limit; the other PS
   // schemes refuse it when planned.
-  s.ps_servers = static_cast<int>(ps.integer("servers", 1, 0, kMaxRealRanks));
+  // Real transports take at most kMaxRealRanks (checked when planned:
+  // --transport overrides the transport).
+  s.ps_servers = static_cast<int>(ps.integer("servers", 1, 0, kMaxSimulatedRanks));
   s.ps_servers_given = ps.has("servers");
   ps.reject_unknown();
 

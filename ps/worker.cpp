@@ -6,12 +6,13 @@
 #include "allreduce/ring.h"
 #include "common/errors.h"
 #include "ps/protocol.h"
+#include "ps/push_pull_round.h"
 #include "ps/server.h"
 
 namespace gradex {
 
 template <typename Part, typename Post>
-std::vector<Request> PsWorker::each_chunk(const Tensor& data, Part part, Post post, Hosts hosts) {
+std::vector<Request> PsWorker::each_chunk(const Tensor& data, Part part, Post post) {
   // Only servers first_server_ and up: the hybrid PS's n workers' own
   // servers are left out, and walking past them would cost each of n
   // workers n steps per call.
@@ -31,8 +32,6 @@ std::vector<Request> PsWorker::each_chunk(const Tensor& data, Part part, Post po
   for (std::size_t j = 0; j < most; ++j) {
     for (int i = 0; i < servers; ++i) {
       const int k = first_server_ + (start + i) % servers;
-      const bool here = layout_.host(k) == comm_.rank();
-      if ((hosts == Hosts::here && !here) || (hosts == Hosts::elsewhere && here)) continue;
       const KeyRange shard = layout_.shard(data.count, k);
       if (j >= chunk_count(shard.count, chunk_)) continue;
       const KeyRange r = part(chunk_range(shard, chunk_, j));
@@ -46,10 +45,10 @@ std::vector<Request> PsWorker::each_chunk(const Tensor& data, Part part, Post po
 KeyRange PsWorker::pushed(KeyRange r) const { return pattern_.pushed(comm_.rank(), r); }
 KeyRange PsWorker::pulled(KeyRange r) const { return pattern_.pulled(comm_.rank(), r); }
 
-std::vector<Request> PsWorker::push(Tensor grad, Hosts hosts) {
+std::vector<Request> PsWorker::push(Tensor grad) {
   return each_chunk(
       grad, [&](KeyRange r) { return pushed(r); },
-      [&](int host, KeyRange r, int k) { return send(host, grad, r, push_tag(k)); }, hosts);
+      [&](int host, KeyRange r, int k) { return send(host, grad, r, push_tag(k)); });
 }
 
 Request PsWorker::send(int host, const Tensor& data, KeyRange r, Tag tag) {
@@ -99,8 +98,7 @@ void PsWorker::exchange_paced(Tensor data) {
           pushes.push_back(send(host, data, in, push_tag(k)));
         }
         return Request{};
-      },
-      Hosts::any);
+      });
   for (Request& r : pushes) comm_.wait(r);
   for (Request& r : pulls) comm_.wait(r);
 }
@@ -108,8 +106,7 @@ void PsWorker::exchange_paced(Tensor data) {
 std::vector<Request> PsWorker::pull(Tensor out) {
   return each_chunk(
       out, [&](KeyRange r) { return pulled(r); },
-      [&](int host, KeyRange r, int k) { return receive(host, out, r, pull_tag(k)); },
-      Hosts::any);
+      [&](int host, KeyRange r, int k) { return receive(host, out, r, pull_tag(k)); });
 }
 
 namespace {
@@ -169,34 +166,12 @@ void worker_round(Comm& comm, const ServerLayout& layout, std::size_t chunk, Ten
     return;
   }
   const PsPattern pattern(collective, data.count, layout.workers());
-  PsWorker worker(comm, layout, chunk, /*first_server=*/0, pattern);
-  const std::vector<int> hosted = layout.hosted_on(comm.rank());
-  std::vector<Request> pulls;
-  if (chunk > 0 && hosted.empty()) {
+  if (chunk > 0 && layout.placement() == ServerPlacement::dedicated) {
     // Pipelined to servers elsewhere: nothing here has to run meanwhile.
-    worker.exchange_paced(data);
+    PsWorker(comm, layout, chunk, /*first_server=*/0, pattern).exchange_paced(data);
   } else {
-    // Everything is posted before anything blocks: sends are rendezvous,
-    // so a server (possibly this endpoint) can only answer once every
-    // worker's pull receive is in place.
-    pulls = worker.pull(data);
-    // A broadcast's root is its only pusher: its pushes to other hosts go
-    // out first, so their servers can answer while its own server's
-    // replies take its NIC (no push of another worker is waiting on them).
-    if (collective == Collective::broadcast) {
-      std::vector<Request> remote = worker.push(data, PsWorker::Hosts::elsewhere);
-      worker.wait(remote);
-    }
-    // A server hosted here must serve while this worker's pushes are out.
-    std::vector<Request> pushes = worker.push(
-        data, collective == Collective::broadcast ? PsWorker::Hosts::here : PsWorker::Hosts::any);
-    for (int k : hosted) {
-      serve_round(comm, layout.arrival_order(k), k, layout.shard(data.count, k), chunk,
-                  data.dtype, op, pattern, memory);
-    }
-    worker.wait(pushes);
+    push_pull_round(comm, layout, pattern, chunk, data, op, memory);
   }
-  worker.wait(pulls);
   // An average is finished where the sum lands: everywhere after an
   // all-reduce, on this worker's block after a reduce-scatter.
   if (collective == Collective::all_reduce) finish_reduce(data, op, layout.workers());

@@ -28,13 +28,10 @@ class PsWorker {
         first_server_(first_server),
         pattern_(pattern) {}
 
-  // Which servers' shards a push sends: all, or those hosted on this
-  // endpoint or elsewhere.
-  enum class Hosts { any, here, elsewhere };
   // Sends each non-empty shard of `grad` to the endpoint of its server, in
   // chunks: chunk 0 of every shard, then chunk 1 of every shard, ..., so
   // every server can start summing after one chunk per worker.
-  std::vector<Request> push(Tensor grad, Hosts hosts = Hosts::any);
+  std::vector<Request> push(Tensor grad);
   // push() and pull() of `data` in one pass, one round of pushes (a chunk
   // per server) and kChunksInFlight rounds of pulls (protocol.h) open at
   // most: returns when the whole result is in. Only for a worker that
@@ -49,9 +46,9 @@ class PsWorker {
 
  private:
   // Posts `post(host, part(r), server)` for every chunk r of every shard
-  // of `data` (on `hosts`) whose part is not empty.
+  // of `data` whose part is not empty.
   template <typename Part, typename Post>
-  std::vector<Request> each_chunk(const Tensor& data, Part part, Post post, Hosts hosts);
+  std::vector<Request> each_chunk(const Tensor& data, Part part, Post post);
   // Range r of `data` to or from `host`.
   Request send(int host, const Tensor& data, KeyRange r, Tag tag);
   Request receive(int host, const Tensor& data, KeyRange r, Tag tag);
@@ -67,7 +64,9 @@ class PsWorker {
 
 // One synchronous round of `collective` on worker endpoint comm.rank():
 // push, pull (pattern.h), and run the servers this endpoint hosts
-// (co-located placement) in between, accumulating in `memory`. Hybrid
+// (co-located placement) in between, accumulating in `memory`: whole
+// shards a window at a time (push_pull_round.h), or chunks paced
+// (exchange_paced; servers on endpoints of their own only). Hybrid
 // placement (all-reduce only) moves the workers' own servers' keys as a
 // ring among the workers instead (see worker.cpp). Ends with `data` as the
 // collective leaves it, in place.

@@ -186,6 +186,11 @@ RunPlan plan_runs(Scenario scenario) {
                         "(real transports take at most " + std::to_string(kMaxRealRanks) + ")");
     }
   }
+  if (scenario.transport != "sim" && scenario.ps_servers > kMaxRealRanks) {
+    throw ConfigError("/ps/servers", std::to_string(scenario.ps_servers) +
+                                         " servers need \"transport\": \"sim\" (real transports "
+                                         "take at most " + std::to_string(kMaxRealRanks) + ")");
+  }
   if (scenario.training) {
     // Checked here rather than in the parser: --transport overrides it.
     if (!scenario.training->consistency.empty()) {

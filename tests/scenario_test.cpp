@@ -63,6 +63,13 @@ TEST(Scenario, DefaultsAndSweeps) {
                            4)
                 .slice_bytes,
             std::size_t{2} << 20);
+  // A simulated PS takes as many servers as it takes workers (a server on
+  // each of 4,096 simulated workers); real transports at most kMaxRealRanks
+  // (the malformed cases below).
+  EXPECT_EQ(parse_scenario(nlohmann::json::parse(
+                               R"({"name": "t", "sizes": [4], "transport": "sim", "ps": {"servers": 4096}})"))
+                .ps_servers,
+            4096);
   EXPECT_EQ(parse_scenario(nlohmann::json::parse(R"({"name": "t", "sizes": [4], "spin_us": 0})"))
                 .spin,
             std::chrono::microseconds(0));
@@ -106,6 +113,8 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"scheme_name", R"({"name": "x", "sizes": [4], "schemes": ["ring", "rnig"]})", "/schemes/1"},
         Malformed{"schemes_type", R"({"name": "x", "sizes": [4], "schemes": 3})", "/schemes"},
         Malformed{"ps_key", R"({"name": "x", "sizes": [4], "ps": {"server": 2}})", "/ps/server"},
+        Malformed{"ps_servers_real", R"({"name": "x", "sizes": [4], "ps": {"servers": 1025}})", "/ps/servers"},
+        Malformed{"ps_servers_sim", R"({"name": "x", "sizes": [4], "transport": "sim", "ps": {"servers": 65537}})", "/ps/servers"},
         Malformed{"ps_placement", R"({"name": "x", "sizes": [4], "ps": {"placement": "dedicated"}})", "/ps/placement"},
         Malformed{"net_empty", R"({"name": "x", "sizes": [4], "network": {}})", "/network"},
         Malformed{"net_bw", R"({"name": "x", "sizes": [4], "network": {"inter_node": {"bandwidth": "fast"}}})", "/network/inter_node/bandwidth"},

@@ -194,6 +194,16 @@ struct SimWorld::Impl {
   // A collective's connections when it keeps one per tag (a GPU library's
   // channels): its messages to a peer on different tags leave side by side.
   std::unordered_map<TaggedLineKey, Line, TaggedLineHash> tagged_lines;
+  // Where every rank talks to every other (a server on each worker), kept
+  // lines would grow as ranks squared: once a map holds this many, its
+  // idle lines (no message waiting: nothing points at them) are dropped,
+  // and the limit set to twice what is left, at least kLinesPerRank a rank.
+  static constexpr std::size_t kLinesPerRank = 8;
+  std::size_t lines_limit = 0;
+  std::size_t tagged_lines_limit = 0;
+  // Drops `map`'s idle lines if it has reached `limit`, and sets the next.
+  template <class Map>
+  bool drop_idle_lines(Map& map, std::size_t& limit);
   // Every message ever made (a deque: they never move), and those free
   // for reuse: a message costs no allocation once the pool is warm.
   std::deque<Message> message_pool;
@@ -544,9 +554,16 @@ void SimWorld::Impl::post_send(const OpPtr& op) {
                      static_cast<std::uint64_t>(m->dst);
     RankState& sender = ranks[static_cast<std::size_t>(m->src)];
     if (!op->line_per_tag && sender.last_line_to != m->dst) {
+      if (drop_idle_lines(lines, lines_limit)) {
+        for (RankState& r : ranks) {  // they may remember a dropped line
+          r.last_line = nullptr;
+          r.last_line_to = -1;
+        }
+      }
       sender.last_line = &lines[key];
       sender.last_line_to = m->dst;
     }
+    if (op->line_per_tag) drop_idle_lines(tagged_lines, tagged_lines_limit);
     Line& line = op->line_per_tag ? tagged_lines[TaggedLineKey{key, op->tag}] : *sender.last_line;
     m->line = &line;
     if (line.head == nullptr) {
@@ -566,6 +583,15 @@ void SimWorld::Impl::post_send(const OpPtr& op) {
   }
   RankState& receiver = ranks[static_cast<std::size_t>(m->dst)];
   if (auto recv = receiver.queues.post_arrival(m->src, op->tag, m)) match(m, std::move(*recv));
+}
+
+template <class Map>
+bool SimWorld::Impl::drop_idle_lines(Map& map, std::size_t& limit) {
+  const std::size_t least = kLinesPerRank * static_cast<std::size_t>(size);
+  if (map.size() < std::max(limit, least)) return false;
+  std::erase_if(map, [](const auto& kv) { return kv.second.head == nullptr; });
+  limit = 2 * map.size();
+  return true;
 }
 
 void SimWorld::Impl::post_recv(const OpPtr& op) {

@@ -1,0 +1,334 @@
+#include "ps/push_pull_round.h"
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "common/collective.h"
+#include "common/errors.h"
+#include "ps/protocol.h"
+
+namespace gradex {
+namespace {
+
+// The four streams of a round, refilled in this order: pulls first, so a
+// reply always finds its receive when the windows are wide enough.
+enum class Stream : std::uint8_t { pull, push, take, reply };
+constexpr std::size_t kStreams = 4;
+
+// A stream's window: `window.messages`, or as many as hold `window.bytes`
+// (shard 0's messages: the shards differ by an element).
+std::size_t round_window(const ServerLayout& layout, std::size_t chunk, const Tensor& data,
+                         RoundWindow window) {
+  GRADEX_ENFORCE(window.messages >= 2, "a push/pull round's window must hold two messages, got ",
+                 window.messages);
+  std::size_t count = layout.shard(data.count, 0).count;
+  if (chunk > 0) count = std::min(count, chunk);
+  const std::size_t bytes = count * dtype_size(data.dtype);
+  if (bytes == 0) return window.messages;
+  return std::max(window.messages, (window.bytes + bytes - 1) / bytes);
+}
+
+class Round {
+ public:
+  Round(Comm& comm, const ServerLayout& layout, const PsPattern& pattern, std::size_t chunk,
+        Tensor data, ReduceOp op, ServerMemory& memory, RoundWindow window)
+      : comm_(comm),
+        layout_(layout),
+        pattern_(pattern),
+        chunk_(chunk),
+        data_(data),
+        combine_(combining_op(op)),
+        me_(comm.rank()),
+        first_server_(layout.server_at(me_, 0)) {
+    const bool phantom = comm.phantom_payloads();
+    for (int k = 0; k < layout.servers(); ++k) {
+      const std::size_t chunks = chunk_count(layout.shard(data.count, k).count, chunk);
+      worker_chunks_ = std::max(worker_chunks_, chunks);
+      if (layout.host(k) != me_ || chunks == 0) continue;  // an empty shard moves nothing
+      const KeyRange shard = layout.shard(data.count, k);
+      // The server's own memory: a co-located server must not touch its
+      // worker's buffer, which is still being pushed from and pulled
+      // into. A phantom-payload transport gets a phantom accumulator.
+      const Tensor acc{phantom ? nullptr : memory.accumulator(k, shard.count * dtype_size(data.dtype)),
+                       shard.count, data.dtype};
+      hosted_.push_back({k, shard, chunks, acc, 0});
+      host_chunks_ = std::max(host_chunks_, chunks);
+    }
+    // A broadcast's root is its only pusher: its pushes to other hosts go
+    // out first, and its own server answers only once they are delivered,
+    // so the other servers answer while its replies take its NIC (no push
+    // of another worker is waiting on them).
+    if (pattern.collective() == Collective::broadcast && me_ == kBroadcastRoot &&
+        !hosted_.empty()) {
+      self_last_ = true;
+      for (int k = 0; k < layout.servers(); ++k) {
+        if (layout.host(k) == me_) continue;
+        pushes_elsewhere_ += chunk_count(layout.shard(data.count, k).count, chunk);
+      }
+    }
+    settle(next_take_);
+    settle(next_reply_);
+    const std::size_t most = round_window(layout, chunk, data, window);
+    limit_[index(Stream::pull)] = most;
+    limit_[index(Stream::push)] = most;
+    // Contributions combined into one accumulator come one at a time (two
+    // receive-reduces into one range would overlap); placed parts land
+    // side by side, several at once.
+    limit_[index(Stream::take)] = pattern.combines() ? 1 : most;
+    limit_[index(Stream::reply)] = most;
+  }
+
+  void run() {
+    for (;;) {
+      fill();
+      if (waiting_.empty()) break;
+      wait_for_one();
+    }
+    GRADEX_ENFORCE(push_at_ == push_end() && pull_at_ == pull_end() && !valid(next_take_) &&
+                       !valid(next_reply_),
+                   "rank ", me_, ": a push/pull round stopped with messages left to post");
+  }
+
+ private:
+  struct Hosted {
+    int server;
+    KeyRange shard;
+    std::size_t chunks;
+    Tensor acc;
+    std::size_t started = 0;  // chunks [0, started) have a contribution posted
+  };
+  // A host's next (chunk, step, hosted server, worker) to take or answer:
+  // chunk by chunk, step by step, at a step server k's workers w = k - s
+  // (mod servers), ascending (ServerLayout::arrival_order), the hosted
+  // servers of a step in ascending order.
+  struct Cursor {
+    std::size_t chunk = 0;
+    int step = 0;
+    std::size_t hosted = 0;
+    int worker = -1;  // -1: not yet placed on (chunk, step, hosted)
+  };
+  struct Open {
+    Stream stream;
+    bool elsewhere;     // a push to another endpoint
+    std::size_t chunk;  // a take's chunk
+  };
+  // An open operation not yet waited for, kept in its stream's list in
+  // posting order.
+  struct Queued {
+    Request request;
+    Open what;
+  };
+  // Waited for at once: the oldest kWaitedPerStream of each stream. Any of
+  // them that ends frees its place in the window right away (a server's
+  // reply to a GPU of its own node ends before the older one through the
+  // node's NIC); one younger than those keeps its place until it is among
+  // them. Waiting for the oldest alone would be enough to never deadlock
+  // (the operation of the lowest step not yet matched is the oldest of its
+  // stream), but holds a place per operation that ended out of order.
+  static constexpr std::size_t kWaitedPerStream = kRoundWindow;
+
+  static std::size_t index(Stream s) { return static_cast<std::size_t>(s); }
+
+  // Posts what the windows have room for, stream by stream.
+  void fill() {
+    for (Stream s : {Stream::pull, Stream::push, Stream::take, Stream::reply}) {
+      while (open_[index(s)] < limit_[index(s)] && post_next(s)) {
+      }
+    }
+  }
+
+  // Posts stream s's next operation; false when it has none left, or none
+  // that may go yet.
+  bool post_next(Stream s) {
+    switch (s) {
+      case Stream::pull: return post_worker_side(false);
+      case Stream::push: return post_worker_side(true);
+      case Stream::take: return pushes_elsewhere_ == 0 && post_take();
+      case Stream::reply: return post_reply();
+    }
+    return false;
+  }
+
+  // A worker's operations, one per (chunk, step), chunk by chunk: chunk j
+  // of every server's shard in the rotation, then chunk j + 1. A
+  // broadcast root's pushes pass twice: to the other hosts, then its own.
+  std::size_t pull_end() const { return worker_chunks_ * static_cast<std::size_t>(layout_.servers()); }
+  std::size_t push_end() const { return (self_last_ ? 2 : 1) * pull_end(); }
+
+  bool post_worker_side(bool push) {
+    std::size_t& at = push ? push_at_ : pull_at_;
+    const std::size_t servers = static_cast<std::size_t>(layout_.servers());
+    const std::size_t end = push ? push_end() : pull_end();
+    while (at < end) {
+      const std::size_t t = at++;
+      const bool second_pass = t >= pull_end();
+      const std::size_t j = (t % pull_end()) / servers;
+      const int k = static_cast<int>((static_cast<std::size_t>(first_server_) + t) % servers);
+      const int host = layout_.host(k);
+      if (self_last_ && push && (host == me_) != second_pass) continue;
+      const KeyRange shard = layout_.shard(data_.count, k);
+      if (j >= chunk_count(shard.count, chunk_)) continue;
+      const KeyRange c = chunk_range(shard, chunk_, j);
+      const KeyRange r = push ? pattern_.pushed(me_, c) : pattern_.pulled(me_, c);
+      if (r.count == 0) continue;  // this worker moves none of it (pattern.h)
+      const Tensor part = data_.slice(r.offset, r.count);
+      if (push) {
+        add(comm_.isend(host, part.data, part.bytes(), push_tag(k)), {Stream::push, host != me_, j});
+      } else {
+        add(comm_.irecv(host, part.data, part.bytes(), pull_tag(k)), {Stream::pull, false, j});
+      }
+      return true;
+    }
+    return false;
+  }
+
+  bool valid(const Cursor& c) const { return c.chunk < host_chunks_; }
+
+  // Moves `c` to the first pair at or after it that exists.
+  void settle(Cursor& c) const {
+    const int servers = layout_.servers();
+    while (valid(c)) {
+      const Hosted& h = hosted_[c.hosted];
+      if (c.worker < 0) c.worker = ((h.server - c.step) % servers + servers) % servers;
+      if (c.worker < layout_.workers() && c.chunk < h.chunks) return;
+      c.worker = -1;
+      if (++c.hosted < hosted_.size()) continue;
+      c.hosted = 0;
+      if (++c.step < servers) continue;
+      c.step = 0;
+      ++c.chunk;
+    }
+  }
+  void move_past(Cursor& c) const {
+    c.worker += layout_.servers();
+    settle(c);
+  }
+
+  // Range r of hosted server h's shard, as it sits in its accumulator.
+  static Tensor held(const Hosted& h, KeyRange r) {
+    return h.acc.slice(r.offset - h.shard.offset, r.count);
+  }
+
+  bool post_take() {
+    while (valid(next_take_)) {
+      const Cursor c = next_take_;
+      move_past(next_take_);
+      Hosted& h = hosted_[c.hosted];
+      const KeyRange p = pattern_.pushed(c.worker, chunk_range(h.shard, chunk_, c.chunk));
+      if (p.count == 0) continue;
+      const Tensor part = held(h, p);
+      const Tag tag = push_tag(h.server);
+      // A chunk's first contribution is copied in: no identity element
+      // needed, which min and max lack.
+      const bool first = c.chunk >= h.started;
+      h.started = c.chunk + 1;
+      const Open what{Stream::take, false, c.chunk};
+      add(pattern_.combines() && !first ? comm_.irecv_reduce(c.worker, part, combine_, tag)
+                                        : comm_.irecv(c.worker, part.data, part.bytes(), tag),
+          what);
+      return true;
+    }
+    return false;
+  }
+
+  // Whether every contribution to chunk j is in.
+  bool summed(std::size_t j) const {
+    if (valid(next_take_) && next_take_.chunk <= j) return false;
+    // A stream's oldest operation is of its earliest chunk.
+    // The oldest takes, of the earliest chunks, are among those waited for.
+    for (std::size_t i = 0; i < waiting_.size(); ++i) {
+      if (waiting_what_[i].stream == Stream::take && waiting_what_[i].chunk <= j) return false;
+    }
+    return true;
+  }
+
+  bool post_reply() {
+    while (valid(next_reply_)) {
+      if (!summed(next_reply_.chunk)) return false;
+      const Cursor c = next_reply_;
+      move_past(next_reply_);
+      const Hosted& h = hosted_[c.hosted];
+      const KeyRange p = pattern_.pulled(c.worker, chunk_range(h.shard, chunk_, c.chunk));
+      if (p.count == 0) continue;
+      const Tensor part = held(h, p);
+      add(comm_.isend(c.worker, part.data, part.bytes(), pull_tag(h.server)),
+          {Stream::reply, false, c.chunk});
+      return true;
+    }
+    return false;
+  }
+
+  void add(Request r, Open what) {
+    const std::size_t s = index(what.stream);
+    ++open_[s];
+    if (waited_[s] < kWaitedPerStream) {
+      wait_for(std::move(r), what);
+    } else {
+      later_[s].push_back({std::move(r), what});
+    }
+  }
+
+  // Operation i has ended (wait_any completed it): its window has room.
+  void wait_for(Request r, Open what) {
+    waiting_.push_back(std::move(r));
+    waiting_what_.push_back(what);
+    ++waited_[index(what.stream)];
+  }
+
+  // Blocks until one of the operations waited for ends, frees its place in
+  // its stream's window, and waits for the stream's next oldest instead.
+  void wait_for_one() {
+    const std::size_t i = comm_.wait_any(waiting_);
+    const Open what = waiting_what_[i];
+    const std::size_t s = index(what.stream);
+    if (what.elsewhere && pushes_elsewhere_ > 0) --pushes_elsewhere_;
+    --open_[s];
+    --waited_[s];
+    waiting_[i] = std::move(waiting_.back());
+    waiting_.pop_back();
+    waiting_what_[i] = waiting_what_.back();
+    waiting_what_.pop_back();
+    if (!later_[s].empty()) {
+      wait_for(std::move(later_[s].front().request), later_[s].front().what);
+      later_[s].pop_front();
+    }
+  }
+
+  Comm& comm_;
+  const ServerLayout& layout_;
+  const PsPattern& pattern_;
+  std::size_t chunk_;
+  Tensor data_;
+  ReduceOp combine_;
+  int me_;
+  int first_server_;  // the server this worker visits first
+  std::vector<Hosted> hosted_;
+  std::size_t worker_chunks_ = 0;  // the most chunks of any shard
+  std::size_t host_chunks_ = 0;    // the most chunks of a shard hosted here
+  bool self_last_ = false;         // a broadcast root's pushes to itself go last
+  std::size_t pushes_elsewhere_ = 0;  // a broadcast root's, not yet delivered
+  std::size_t push_at_ = 0;
+  std::size_t pull_at_ = 0;
+  Cursor next_take_;
+  Cursor next_reply_;
+  std::array<std::size_t, kStreams> open_{};    // each stream's open operations
+  std::array<std::size_t, kStreams> waited_{};  // ... and those of them waited for
+  std::vector<Request> waiting_;                // those waited for, in no order
+  std::vector<Open> waiting_what_;
+  std::array<std::deque<Queued>, kStreams> later_;  // the others, oldest first
+  std::array<std::size_t, kStreams> limit_{};
+};
+
+}  // namespace
+
+void push_pull_round(Comm& comm, const ServerLayout& layout, const PsPattern& pattern,
+                     std::size_t chunk, Tensor data, ReduceOp op, ServerMemory& memory,
+                     RoundWindow window) {
+  Round(comm, layout, pattern, chunk, data, op, memory, window).run();
+}
+
+}  // namespace gradex
