@@ -9,13 +9,15 @@
 # rss_per_rank_kib (per simulated rank), simulated_ms, and the engine's
 # counts from results.json: messages (sends posted) and peak_operations
 # (the most sends and receives open at once, world-wide), the same on every
-# machine.
+# machine; then servers (ps.servers, empty for a scheme without).
 #
 # Usage: bash bench/sim_scale.sh [BUILD_FOLDER] [OUT_FOLDER]
 #   defaults: build/default results/sim_scale
 #   environment: RUNS, a space-separated list of scheme:ranks, or
 #   scheme:ranks:M for a symmetric subset of M simulated ranks standing for
-#   all (--symmetric-subset). Default: the ring at 1,024, 2,048 and 4,096
+#   all (--symmetric-subset), or scheme:ranks:M:K for K parameter servers
+#   (M may be empty; a PS has 1 unless told: ps_colocated:4096::4096 is a
+#   server on every worker). Default: the ring at 1,024, 2,048 and 4,096
 #   ranks, the dedicated PS at 1,024 to 16,384, the tree and the pipelined
 #   PS at 1,024, and the ring's 64-rank subset at 1,024 (to set beside the
 #   full run) up to 65,536 ranks.
@@ -44,9 +46,9 @@ readers() { "$gradex" list | sed -n "s/^  $1 *//p" | tr -d ' '; }
 segment_readers=",$(readers 'segment_bytes (--segment)'),"
 servers_readers=",$(readers 'ps.servers (--servers)'),"
 
-echo "scheme,ranks,simulated_ranks,wall_s,peak_rss_mib,rss_per_rank_kib,simulated_ms,messages,peak_operations" > "$scratch/scale.csv"
+echo "scheme,ranks,simulated_ranks,wall_s,peak_rss_mib,rss_per_rank_kib,simulated_ms,messages,peak_operations,servers" > "$scratch/scale.csv"
 for run in $runs; do
-  IFS=: read -r scheme ranks subset <<< "$run"
+  IFS=: read -r scheme ranks subset server_count <<< "$run"
   subset_flag=()
   simulated_ranks="$ranks"
   if [ -n "$subset" ]; then
@@ -54,7 +56,11 @@ for run in $runs; do
     simulated_ranks="$subset"
   fi
   servers=()
-  case "$servers_readers" in *",$scheme,"*) servers=(--servers 1) ;; esac
+  case "$servers_readers" in *",$scheme,"*) server_count="${server_count:-1}"; servers=(--servers "$server_count") ;; esac
+  if [ -n "$server_count" ] && [ ${#servers[@]} -eq 0 ]; then
+    echo "sim_scale: $scheme reads no ps.servers ($run)" >&2
+    exit 2
+  fi
   segment=()
   case "$segment_readers" in *",$scheme,"*) segment=(--segment 1MiB) ;; esac
   /usr/bin/time -f "%e %M" -o "$scratch/time" \
@@ -64,7 +70,7 @@ for run in $runs; do
   simulated="$(/usr/bin/python3 -c 'import json, sys
 row = json.load(open(sys.argv[1]))["results"][0]
 print("%.3f,%d,%d" % (row["time_s"] * 1e3, row["engine"]["messages"], row["engine"]["peak_operations"]))' "$scratch/run/results.json")"
-  echo "$scheme,$ranks,$simulated_ranks,$wall,$((rss_kib / 1024)),$((rss_kib / simulated_ranks)),$simulated" |
+  echo "$scheme,$ranks,$simulated_ranks,$wall,$((rss_kib / 1024)),$((rss_kib / simulated_ranks)),$simulated,$server_count" |
     tee -a "$scratch/scale.csv"
 done
 mkdir -p "$out"

@@ -460,6 +460,25 @@ void Network::rebalance(const std::vector<int>& ports, const std::vector<int>& f
     return;
   }
   if (rebalance_star(ports, flows, now)) return;
+  // Every port offering the same share (a window of messages from every
+  // rank to as many others, all at one step): the filling would pop one,
+  // freeze its flows at that share, and find every other port's share
+  // within kSameRate of it (level_or_above), so every flow gets exactly
+  // that share. Give it directly, without the heap.
+  const double first = ports_[static_cast<std::size_t>(ports[0])].capacity /
+                       static_cast<double>(ports_[static_cast<std::size_t>(ports[0])].flows.size());
+  bool uniform = true;
+  for (int p : ports) {
+    const Port& port = ports_[static_cast<std::size_t>(p)];
+    if (port.capacity / static_cast<double>(port.flows.size()) != first) {
+      uniform = false;
+      break;
+    }
+  }
+  if (uniform) {
+    for (int flow : flows) reschedule(flow, first, now);
+    return;
+  }
   std::vector<PortLedger>& share = share_scratch_;
   share.resize(ports.size());
   for (std::size_t i = 0; i < ports.size(); ++i) {
