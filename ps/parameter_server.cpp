@@ -8,6 +8,7 @@
 #include "common/cost_model.h"
 #include "common/errors.h"
 #include "ps/pattern.h"
+#include "ps/push_pull_round.h"
 #include "ps/server.h"
 #include "ps/worker.h"
 
@@ -35,15 +36,15 @@ bool ParameterServerScheme::provides(Collective c) const {
 void ParameterServerScheme::round(Comm& comm, Tensor data, ReduceOp op, Collective c) {
   GRADEX_ENFORCE_EQ(comm.size(), endpoints(), "parameter server group size");
   GRADEX_ENFORCE(provides(c), "this parameter server does not run ", collective_name(c));
-  const int me = comm.rank();
-  if (me < workers()) {
+  if (comm.rank() < workers()) {
     worker_round(comm, layout_, chunk(data.dtype), data, op, memory_, c);
     return;
   }
-  // A dedicated endpoint runs exactly one server.
-  const int k = layout_.hosted_on(me).front();
-  serve_round(comm, layout_.arrival_order(k), k, layout_.shard(data.count, k), chunk(data.dtype),
-              data.dtype, op, PsPattern(c, data.count, workers()), memory_);
+  // A dedicated endpoint runs exactly one server, and answers a chunk's
+  // workers all at once (its window unbounded: the workers' windows bound
+  // what reaches it).
+  push_pull_round(comm, layout_, PsPattern(c, data.count, workers()), chunk(data.dtype), data, op,
+                  memory_, kUnboundedWindow);
 }
 
 void ParameterServerScheme::allreduce(Comm& comm, Tensor data, ReduceOp op) {

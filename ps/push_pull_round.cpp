@@ -45,9 +45,10 @@ class Round {
         me_(comm.rank()),
         first_server_(layout.server_at(me_, 0)) {
     const bool phantom = comm.phantom_payloads();
+    const bool worker = me_ < layout.workers();
     for (int k = 0; k < layout.servers(); ++k) {
       const std::size_t chunks = chunk_count(layout.shard(data.count, k).count, chunk);
-      worker_chunks_ = std::max(worker_chunks_, chunks);
+      if (worker) worker_chunks_ = std::max(worker_chunks_, chunks);
       if (layout.host(k) != me_ || chunks == 0) continue;  // an empty shard moves nothing
       const KeyRange shard = layout.shard(data.count, k);
       // The server's own memory: a co-located server must not touch its
@@ -58,6 +59,7 @@ class Round {
       hosted_.push_back({k, shard, chunks, acc, 0});
       host_chunks_ = std::max(host_chunks_, chunks);
     }
+    replies_open_.assign(host_chunks_, 0);
     // A broadcast's root is its only pusher: its pushes to other hosts go
     // out first, and its own server answers only once they are delivered,
     // so the other servers answer while its replies take its NIC (no push
@@ -73,6 +75,7 @@ class Round {
     settle(next_take_);
     settle(next_reply_);
     const std::size_t most = round_window(layout, chunk, data, window);
+    unbounded_ = most == kUnboundedWindow.messages;
     limit_[index(Stream::pull)] = most;
     limit_[index(Stream::push)] = most;
     // Contributions combined into one accumulator come one at a time (two
@@ -135,7 +138,9 @@ class Round {
 
   // Posts what the windows have room for, stream by stream.
   void fill() {
-    for (Stream s : {Stream::pull, Stream::push, Stream::take, Stream::reply}) {
+    // A chunk's replies before the next chunk's takes, as they become
+    // possible at one instant (the last contribution in).
+    for (Stream s : {Stream::pull, Stream::push, Stream::reply, Stream::take}) {
       while (open_[index(s)] < limit_[index(s)] && post_next(s)) {
       }
     }
@@ -214,7 +219,7 @@ class Round {
   }
 
   bool post_take() {
-    while (valid(next_take_)) {
+    while (may_take()) {  // checked again past every pair with nothing to take
       const Cursor c = next_take_;
       move_past(next_take_);
       Hosted& h = hosted_[c.hosted];
@@ -227,6 +232,7 @@ class Round {
       const bool first = c.chunk >= h.started;
       h.started = c.chunk + 1;
       const Open what{Stream::take, false, c.chunk};
+      taking_chunk_ = c.chunk;
       add(pattern_.combines() && !first ? comm_.irecv_reduce(c.worker, part, combine_, tag)
                                         : comm_.irecv(c.worker, part.data, part.bytes(), tag),
           what);
@@ -238,12 +244,23 @@ class Round {
   // Whether every contribution to chunk j is in.
   bool summed(std::size_t j) const {
     if (valid(next_take_) && next_take_.chunk <= j) return false;
-    // A stream's oldest operation is of its earliest chunk.
-    // The oldest takes, of the earliest chunks, are among those waited for.
-    for (std::size_t i = 0; i < waiting_.size(); ++i) {
-      if (waiting_what_[i].stream == Stream::take && waiting_what_[i].chunk <= j) return false;
-    }
-    return true;
+    return open_[index(Stream::take)] == 0 || taking_chunk_ > j;
+  }
+
+  // Whether the next take may be posted: one chunk's takes at a time (the
+  // next chunk's once this one's are all in), and, where the windows are
+  // unbounded (a dedicated server's), once the answers of the chunk
+  // kChunksInFlight before it are delivered (protocol.h): what bounds its
+  // open replies then. Bounded windows bound them themselves (and the two
+  // bounds together could deadlock: a worker's full window of pulls can
+  // hold the one a server's answers wait for behind another server's).
+  bool may_take() const {
+    if (!valid(next_take_)) return false;
+    const std::size_t j = next_take_.chunk;
+    if (open_[index(Stream::take)] > 0 && taking_chunk_ != j) return false;
+    if (!unbounded_ || j < kChunksInFlight) return true;
+    const std::size_t answered = j - kChunksInFlight;  // its replies all delivered
+    return !(valid(next_reply_) && next_reply_.chunk <= answered) && replies_open_[answered] == 0;
   }
 
   bool post_reply() {
@@ -257,6 +274,7 @@ class Round {
       const Tensor part = held(h, p);
       add(comm_.isend(c.worker, part.data, part.bytes(), pull_tag(h.server)),
           {Stream::reply, false, c.chunk});
+      ++replies_open_[c.chunk];
       return true;
     }
     return false;
@@ -286,6 +304,7 @@ class Round {
     const Open what = waiting_what_[i];
     const std::size_t s = index(what.stream);
     if (what.elsewhere && pushes_elsewhere_ > 0) --pushes_elsewhere_;
+    if (what.stream == Stream::reply) --replies_open_[what.chunk];
     --open_[s];
     --waited_[s];
     waiting_[i] = std::move(waiting_.back());
@@ -311,6 +330,9 @@ class Round {
   std::size_t host_chunks_ = 0;    // the most chunks of a shard hosted here
   bool self_last_ = false;         // a broadcast root's pushes to itself go last
   std::size_t pushes_elsewhere_ = 0;  // a broadcast root's, not yet delivered
+  std::size_t taking_chunk_ = 0;     // the chunk of the takes open, if any
+  bool unbounded_ = false;           // windows of kUnboundedWindow
+  std::vector<std::size_t> replies_open_;  // per chunk, the replies under way
   std::size_t push_at_ = 0;
   std::size_t pull_at_ = 0;
   Cursor next_take_;

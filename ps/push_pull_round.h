@@ -1,22 +1,40 @@
-// One push-and-pull round on a worker endpoint, with the servers this
-// endpoint hosts (co-located placement) served in the same pass. Every
-// message of the round is posted a bounded window at a time.
+// One synchronous parameter-server round on one endpoint, the one engine
+// of every PS but the hybrid's workers: a worker's pushes and pulls, and
+// the servers the endpoint hosts (co-located, or the one of a dedicated
+// server's endpoint), ps-lite's server handler reduced to its core: take
+// each worker's push of a chunk, combine them (or place them, pattern.h),
+// answer each worker with its part of the result.
 //
-// Why windows: posted all at once, n workers that each host a server hold
-// n pushes, n pulls and n replies apiece, 3 n^2 open operations: a
-// simulated 1,024 ranks needed 1.5 GiB for them. As BytePS's scheduler
-// keeps a number of credits for the partitions in flight, an endpoint
-// here keeps a window per stream: kRoundWindow messages, or kRoundBytes
-// of them where the messages are small, so that a link's bandwidth-delay
-// product is always in flight (a window of 16 messages of 128 bytes put
-// 2.4x its model's time on 64 ranks over HDR InfiniBand, a latency per
-// window). What an endpoint holds open then depends on the message size,
-// not on n, and while n is within the window everything is posted at
-// once, as before.
+// The order (ServerLayout): worker w's step s is server server_at(w, s);
+// a server takes its workers in that order (arrival_order), the hosted
+// servers of one endpoint merged step by step; in chunks (sharding.h),
+// chunk by chunk. A chunk's answers go out once all of it is in, and a
+// chunk is taken once the answers of the chunk kChunksInFlight before it
+// are delivered (protocol.h).
 //
+// Windows: posted all at once, n workers that each host a server hold n
+// pushes, n pulls and n replies apiece, 3 n^2 open operations (3 million
+// at 1,024 simulated ranks, 1.5 GiB). As BytePS's scheduler keeps credits
+// for the partitions in flight, each of an endpoint's four streams
+// (pushes, pulls, takes, replies) keeps a window: kRoundWindow messages,
+// or kRoundBytes of them where the messages are small, so that a link's
+// bandwidth-delay product stays in flight (a window of 16 messages of 128
+// bytes put 2.4x its model's time on 64 ranks over HDR InfiniBand, a
+// latency per window). What an endpoint holds open then depends on the
+// message size, not on n; while a stream is no longer than its window,
+// everything is posted at once.
+//
+// Why windows cannot deadlock: every endpoint posts its pushes and pulls
+// in increasing step, and takes and answers in non-decreasing step, each
+// stream refilled as soon as one of its operations ends, whatever the
+// endpoint waits for meanwhile. Of the operations posted and not yet
+// matched, the one of the lowest step waits for a counterpart that its
+// stream would post next, and that stream has room: a worker has one
+// operation per step and stream, and a window holds at least two.
 #pragma once
 
 #include <cstddef>
+#include <limits>
 
 #include "common/comm.h"
 #include "common/dtype.h"
@@ -39,12 +57,16 @@ struct RoundWindow {
   std::size_t messages = kRoundWindow;  // at least 2 (see above)
   std::size_t bytes = kRoundBytes;
 };
+// Everything at once (a dedicated server's, whose workers' windows bound
+// what reaches it).
+inline constexpr RoundWindow kUnboundedWindow{std::numeric_limits<std::size_t>::max(), 0};
 
-// Runs worker comm.rank()'s side of one round of `pattern`'s collective
-// over `data` in chunks of `chunk` elements (0: whole shards), and the
-// servers it hosts (accumulating in `memory`, combining with
-// combining_op(op)), with `window` per stream. Returns with every message of this
-// endpoint delivered; finishing an average is left to the caller.
+// Runs endpoint comm.rank()'s side of one round of `pattern`'s collective
+// over `data` in chunks of `chunk` elements (0: whole shards): a worker's
+// pushes and pulls (from `data`, into it), and the servers it hosts
+// (accumulating in `memory`, combining with combining_op(op)), with
+// `window` per stream. Returns with every message of this endpoint
+// delivered; finishing an average is left to the caller.
 void push_pull_round(Comm& comm, const ServerLayout& layout, const PsPattern& pattern,
                      std::size_t chunk, Tensor data, ReduceOp op, ServerMemory& memory,
                      RoundWindow window = {});

@@ -1,17 +1,9 @@
-// The server role: a summation service for one shard, ps-lite's default
-// server handler reduced to its core. One synchronous round: take one push
-// from every worker, combine them, answer every worker with the result.
+// A server's memory. The server role itself runs in push_pull_round.h.
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <vector>
-
-#include "common/comm.h"
-#include "common/dtype.h"
-#include "common/reduce.h"
-#include "ps/pattern.h"
-#include "ps/sharding.h"
 
 namespace gradex {
 
@@ -33,20 +25,5 @@ class ServerMemory {
   };
   std::vector<Buffer> buffers_;
 };
-
-// Serves one round of server `server`, whose shard is the keys `shard` of
-// a buffer of `dtype`, to the workers of `comm` listed in `order`, taking
-// their pushes in that order (ServerLayout::arrival_order; the host itself
-// may be one of them: its messages to itself are local copies),
-// accumulating in `memory`. Chunk by chunk (`chunk` elements, sharding.h;
-// 0: the whole shard): once every worker's part of a chunk is in
-// (`pattern`: the whole chunk from each to combine, or each worker's own
-// part to place), each worker's part of the result goes back while the
-// next chunk is being received. Combines with combining_op(op); finishing
-// an average is left to the workers. The workers' pull receives must be
-// posted before this blocks on its sends.
-void serve_round(Comm& comm, const std::vector<int>& order, int server, KeyRange shard,
-                 std::size_t chunk, DType dtype, ReduceOp op, const PsPattern& pattern,
-                 ServerMemory& memory);
 
 }  // namespace gradex
