@@ -14,8 +14,8 @@
 namespace gradex {
 namespace {
 
-// The four streams of a round, refilled in this order: pulls first, so a
-// reply always finds its receive when the windows are wide enough.
+// The four streams of a round (fill() says in which order they are
+// refilled).
 enum class Stream : std::uint8_t { pull, push, take, reply };
 constexpr std::size_t kStreams = 4;
 
@@ -117,7 +117,7 @@ class Round {
   struct Open {
     Stream stream;
     bool elsewhere;     // a push to another endpoint
-    std::size_t chunk;  // a take's chunk
+    std::size_t chunk;  // its chunk (a take's and a reply's are read)
   };
   // An open operation not yet waited for, kept in its stream's list in
   // posting order.
@@ -138,8 +138,9 @@ class Round {
 
   // Posts what the windows have room for, stream by stream.
   void fill() {
-    // A chunk's replies before the next chunk's takes, as they become
-    // possible at one instant (the last contribution in).
+    // Pulls first, so a reply finds its receive when the windows are wide
+    // enough; a chunk's replies before the next chunk's takes, as they
+    // become possible at one instant (the last contribution in).
     for (Stream s : {Stream::pull, Stream::push, Stream::reply, Stream::take}) {
       while (open_[index(s)] < limit_[index(s)] && post_next(s)) {
       }
@@ -290,7 +291,7 @@ class Round {
     }
   }
 
-  // Operation i has ended (wait_any completed it): its window has room.
+  // Adds `r` to the operations waited for.
   void wait_for(Request r, Open what) {
     waiting_.push_back(std::move(r));
     waiting_what_.push_back(what);
