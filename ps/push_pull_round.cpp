@@ -106,8 +106,8 @@ class Round {
   };
   // A host's next (chunk, step, hosted server, worker) to take or answer:
   // chunk by chunk, step by step, at a step server k's workers w = k - s
-  // (mod servers), ascending (ServerLayout::arrival_order), the hosted
-  // servers of a step in ascending order.
+  // (mod servers), ascending (those whose step s is k, ServerLayout::
+  // server_at), the hosted servers of a step in ascending order.
   struct Cursor {
     std::size_t chunk = 0;
     int step = 0;

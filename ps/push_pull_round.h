@@ -6,8 +6,10 @@
 // answer each worker with its part of the result.
 //
 // The order (ServerLayout): worker w's step s is server server_at(w, s);
-// a server takes its workers in that order (arrival_order), the hosted
-// servers of one endpoint merged step by step; in chunks (sharding.h),
+// a server takes its workers in the order their chunks reach it so (at
+// step s the workers k - s mod servers, by rank), and so never waits on
+// one worker while another's chunk is already there; the hosted servers
+// of one endpoint merged step by step; in chunks (sharding.h),
 // chunk by chunk. A chunk's answers go out once all of it is in, and a
 // chunk is taken once the answers of the chunk kChunksInFlight before it
 // are delivered (protocol.h).

@@ -76,15 +76,6 @@ std::vector<int> ServerLayout::hosted_on(int endpoint) const {
   return mine;
 }
 
-std::vector<int> ServerLayout::arrival_order(int server) const {
-  std::vector<int> order(static_cast<std::size_t>(workers_));
-  for (int w = 0; w < workers_; ++w) order[static_cast<std::size_t>(w)] = w;
-  // Worker w reaches `server` at step (server - w) mod servers.
-  const auto step = [&](int w) { return ((server - w) % servers_ + servers_) % servers_; };
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return step(a) < step(b); });
-  return order;
-}
-
 double ServerLayout::hybrid_share() const {
   const double n = workers_;
   const double k = dedicated();

@@ -62,12 +62,10 @@ class ServerLayout {
   std::vector<int> hosted_on(int endpoint) const;
   // The order a worker visits the servers in each chunk round: worker w
   // starts at server w mod servers, so the workers' first chunks spread
-  // over the servers' NICs instead of converging on server 0's.
+  // over the servers' NICs instead of converging on server 0's. A server
+  // takes its workers in the order their chunks reach it so
+  // (push_pull_round.cpp): at step s the workers w = k - s (mod servers).
   int server_at(int worker, int step) const { return (step + worker) % servers_; }
-  // The workers in the order their chunks reach server k under that
-  // rotation (ties by rank): a server taking them in this order never
-  // waits on one worker while another's chunk is already there.
-  std::vector<int> arrival_order(int server) const;
   // The key range server k owns in a gradient of `count` elements: equal
   // shards, except hybrid, whose workers' servers share hybrid_share() of
   // the keys and the dedicated ones the rest.
