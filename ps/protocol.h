@@ -13,14 +13,16 @@
 
 namespace gradex {
 
-// How far a pipelined round runs ahead, in chunks (rounds of a chunk per
-// server): a server keeps the replies of at most this many chunks in
-// flight, and a worker that hosts no server posts its pulls at most this
-// many chunks ahead of its pushes. Enough to keep a NIC busy in both
+// How far a pipelined round runs ahead, in chunks (push_pull_round.h): a
+// server whose replies are unbounded (the hybrid's, a broadcast's) takes
+// chunk j once its replies of chunk j - kChunksInFlight are delivered; a
+// dedicated server's window holds this many chunks of its share of the
+// workers; a pipelined worker of dedicated servers keeps this many times
+// its pushes' window of pulls. Enough to keep a NIC busy in both
 // directions (a chunk's replies leave while the next chunks come in), and
-// what a round holds live stays independent of the shard's length: posted
-// all at once, 1,024 workers' pulls of a 1 GB shard in 1 MiB chunks are a
-// million open requests.
+// what a round holds live stays independent of the shard's length:
+// posted all at once, 1,024 workers' pulls of a 1 GB shard in 1 MiB
+// chunks are a million open requests.
 inline constexpr std::size_t kChunksInFlight = 4;
 
 constexpr Tag push_tag(int server) { return 2 * static_cast<Tag>(server); }

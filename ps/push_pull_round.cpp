@@ -60,29 +60,51 @@ class Round {
       host_chunks_ = std::max(host_chunks_, chunks);
     }
     replies_open_.assign(host_chunks_, 0);
-    // A broadcast's root is its only pusher: its pushes to other hosts go
-    // out first, and its own server answers only once they are delivered,
-    // so the other servers answer while its replies take its NIC (no push
-    // of another worker is waiting on them).
+    // A broadcast's root is its only pusher: each chunk's pushes to other
+    // hosts go out first, and its own server answers the chunk only once
+    // they are delivered, so the other servers answer while its replies
+    // take its NIC (no push of another worker is waiting on them). Chunk
+    // by chunk, not once for the whole round: with the takes gated
+    // (may_take), a server that held back every chunk's answers would
+    // fill a worker's window of pulls with them, and hold back the other
+    // servers' answers, their takes, and the root's pushes it waits for.
     if (pattern.collective() == Collective::broadcast && me_ == kBroadcastRoot &&
         !hosted_.empty()) {
       self_last_ = true;
+      pushes_elsewhere_.assign(worker_chunks_, 0);
       for (int k = 0; k < layout.servers(); ++k) {
         if (layout.host(k) == me_) continue;
-        pushes_elsewhere_ += chunk_count(layout.shard(data.count, k).count, chunk);
+        const std::size_t chunks = chunk_count(layout.shard(data.count, k).count, chunk);
+        for (std::size_t j = 0; j < chunks; ++j) ++pushes_elsewhere_[j];
       }
     }
     settle(next_take_);
     settle(next_reply_);
     const std::size_t most = round_window(layout, chunk, data, window);
-    unbounded_ = most == kUnboundedWindow.messages;
+    // A broadcast's servers answer every worker at once: they get their
+    // shards from the root one after another, and a worker's window of
+    // pulls starts at the server it visits first, so a worker whose first
+    // servers come late would hold back, through a window of replies, the
+    // servers already served (a window put 2.0x its model's time on a
+    // broadcast over 128 co-located servers).
+    const bool answer_all =
+        most == kUnboundedWindow.messages || pattern.collective() == Collective::broadcast;
+    gated_ = answer_all;
     limit_[index(Stream::pull)] = most;
     limit_[index(Stream::push)] = most;
+    if (window.pushes > 0) {
+      limit_[index(Stream::push)] = std::min(most, window.pushes);
+      limit_[index(Stream::pull)] = kChunksInFlight * limit_[index(Stream::push)];
+      // Each push after its pull, where a chunk's pulls fit the window:
+      // beyond, the pushes a server waits for to answer a chunk could wait
+      // for pulls that wait for its answers.
+      paced_ = limit_[index(Stream::pull)] >= static_cast<std::size_t>(layout.servers());
+    }
     // Contributions combined into one accumulator come one at a time (two
     // receive-reduces into one range would overlap); placed parts land
     // side by side, several at once.
     limit_[index(Stream::take)] = pattern.combines() ? 1 : most;
-    limit_[index(Stream::reply)] = most;
+    limit_[index(Stream::reply)] = answer_all ? kUnboundedWindow.messages : most;
   }
 
   void run() {
@@ -153,7 +175,7 @@ class Round {
     switch (s) {
       case Stream::pull: return post_worker_side(false);
       case Stream::push: return post_worker_side(true);
-      case Stream::take: return pushes_elsewhere_ == 0 && post_take();
+      case Stream::take: return post_take();
       case Stream::reply: return post_reply();
     }
     return false;
@@ -161,7 +183,8 @@ class Round {
 
   // A worker's operations, one per (chunk, step), chunk by chunk: chunk j
   // of every server's shard in the rotation, then chunk j + 1. A
-  // broadcast root's pushes pass twice: to the other hosts, then its own.
+  // broadcast root's pushes pass each chunk twice: to the other hosts,
+  // then its own.
   std::size_t pull_end() const { return worker_chunks_ * static_cast<std::size_t>(layout_.servers()); }
   std::size_t push_end() const { return (self_last_ ? 2 : 1) * pull_end(); }
 
@@ -170,9 +193,13 @@ class Round {
     const std::size_t servers = static_cast<std::size_t>(layout_.servers());
     const std::size_t end = push ? push_end() : pull_end();
     while (at < end) {
+      // Paced, a push goes after its pull: the pushes run no further ahead
+      // than the pulls' window.
+      if (push && paced_ && at >= pull_at_ && pull_at_ < pull_end()) return false;
       const std::size_t t = at++;
-      const bool second_pass = t >= pull_end();
-      const std::size_t j = (t % pull_end()) / servers;
+      const std::size_t passes = push && self_last_ ? 2 : 1;
+      const std::size_t j = t / (passes * servers);
+      const bool second_pass = t % (passes * servers) >= servers;
       const int k = static_cast<int>((static_cast<std::size_t>(first_server_) + t) % servers);
       const int host = layout_.host(k);
       if (self_last_ && push && (host == me_) != second_pass) continue;
@@ -249,17 +276,15 @@ class Round {
   }
 
   // Whether the next take may be posted: one chunk's takes at a time (the
-  // next chunk's once this one's are all in), and, where the windows are
-  // unbounded (a dedicated server's), once the answers of the chunk
-  // kChunksInFlight before it are delivered (protocol.h): what bounds its
-  // open replies then. Bounded windows bound them themselves (and the two
-  // bounds together could deadlock: a worker's full window of pulls can
-  // hold the one a server's answers wait for behind another server's).
+  // next chunk's once this one's are all in), and, where the replies are
+  // unbounded, once the answers of the chunk kChunksInFlight before it are
+  // delivered (protocol.h): what bounds its open replies then.
   bool may_take() const {
     if (!valid(next_take_)) return false;
     const std::size_t j = next_take_.chunk;
     if (open_[index(Stream::take)] > 0 && taking_chunk_ != j) return false;
-    if (!unbounded_ || j < kChunksInFlight) return true;
+    if (self_last_ && pushes_elsewhere_[j] > 0) return false;
+    if (!gated_ || j < kChunksInFlight) return true;
     const std::size_t answered = j - kChunksInFlight;  // its replies all delivered
     return !(valid(next_reply_) && next_reply_.chunk <= answered) && replies_open_[answered] == 0;
   }
@@ -304,7 +329,7 @@ class Round {
     const std::size_t i = comm_.wait_any(waiting_);
     const Open what = waiting_what_[i];
     const std::size_t s = index(what.stream);
-    if (what.elsewhere && pushes_elsewhere_ > 0) --pushes_elsewhere_;
+    if (what.elsewhere && self_last_) --pushes_elsewhere_[what.chunk];
     if (what.stream == Stream::reply) --replies_open_[what.chunk];
     --open_[s];
     --waited_[s];
@@ -330,9 +355,10 @@ class Round {
   std::size_t worker_chunks_ = 0;  // the most chunks of any shard
   std::size_t host_chunks_ = 0;    // the most chunks of a shard hosted here
   bool self_last_ = false;         // a broadcast root's pushes to itself go last
-  std::size_t pushes_elsewhere_ = 0;  // a broadcast root's, not yet delivered
+  std::vector<std::size_t> pushes_elsewhere_;  // a broadcast root's, per chunk, not yet delivered
   std::size_t taking_chunk_ = 0;     // the chunk of the takes open, if any
-  bool unbounded_ = false;           // windows of kUnboundedWindow
+  bool paced_ = false;               // RoundWindow::pushes
+  bool gated_ = false;               // replies unbounded, takes gated (may_take)
   std::vector<std::size_t> replies_open_;  // per chunk, the replies under way
   std::size_t push_at_ = 0;
   std::size_t pull_at_ = 0;

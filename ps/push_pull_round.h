@@ -58,9 +58,13 @@ inline constexpr std::size_t kRoundBytes = std::size_t{4} << 20;
 struct RoundWindow {
   std::size_t messages = kRoundWindow;  // at least 2 (see above)
   std::size_t bytes = kRoundBytes;
+  // Fewer pushes open than the window where not 0, and kChunksInFlight
+  // times as many pulls (protocol.h): a pipelined worker of dedicated
+  // servers keeps a chunk per server in flight (worker.cpp says why).
+  std::size_t pushes = 0;
 };
-// Everything at once (a dedicated server's, whose workers' windows bound
-// what reaches it).
+// Everything at once: the hybrid's dedicated servers, whose workers post
+// every push and pull up front (parameter_server.cpp says why).
 inline constexpr RoundWindow kUnboundedWindow{std::numeric_limits<std::size_t>::max(), 0};
 
 // Runs endpoint comm.rank()'s side of one round of `pattern`'s collective

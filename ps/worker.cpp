@@ -1,7 +1,6 @@
 #include "ps/worker.h"
 
 #include <algorithm>
-#include <deque>
 
 #include "allreduce/ring.h"
 #include "common/errors.h"
@@ -59,48 +58,6 @@ Request PsWorker::send(int host, const Tensor& data, KeyRange r, Tag tag) {
 Request PsWorker::receive(int host, const Tensor& data, KeyRange r, Tag tag) {
   const Tensor part = data.slice(r.offset, r.count);
   return comm_.irecv(host, part.data, part.bytes(), tag);
-}
-
-void PsWorker::exchange_paced(Tensor data) {
-  // At most one round of pushes (a chunk to every server) is in flight:
-  // the next is posted once the oldest has been taken.
-  //
-  // Posted all at once, a shaped link books them in posting order, worker
-  // after worker, and a server would wait for every worker's first chunk
-  // until the last worker's turn came: the pipeline would not fill until
-  // the end. Posted one at a time, each send waits for its server to take
-  // it (sends are rendezvous), which it does in arrival order after the
-  // workers before this one: with many servers and small shards the
-  // workers then advance in a convoy, a latency per server per chunk.
-  //
-  // Each chunk's pull is posted just before its push, which its server
-  // must take before it can answer, so the reply always finds it posted;
-  // at most kChunksInFlight rounds of pulls (protocol.h) are open.
-  const int servers_pushed = layout_.servers() - first_server_;
-  const std::size_t round = static_cast<std::size_t>(std::max(1, servers_pushed));
-  std::deque<Request> pushes;
-  std::deque<Request> pulls;
-  // Waits for the oldest of `open` when it holds `most`.
-  const auto make_room = [&](std::deque<Request>& open, std::size_t most) {
-    if (open.size() < most) return;
-    comm_.wait(open.front());
-    open.pop_front();
-  };
-  each_chunk(
-      data, [](KeyRange r) { return r; },
-      [&](int host, KeyRange r, int k) {
-        if (const KeyRange out = pulled(r); out.count > 0) {
-          make_room(pulls, kChunksInFlight * round);
-          pulls.push_back(receive(host, data, out, pull_tag(k)));
-        }
-        if (const KeyRange in = pushed(r); in.count > 0) {
-          make_room(pushes, round);
-          pushes.push_back(send(host, data, in, push_tag(k)));
-        }
-        return Request{};
-      });
-  for (Request& r : pushes) comm_.wait(r);
-  for (Request& r : pulls) comm_.wait(r);
 }
 
 std::vector<Request> PsWorker::pull(Tensor out) {
@@ -166,12 +123,18 @@ void worker_round(Comm& comm, const ServerLayout& layout, std::size_t chunk, Ten
     return;
   }
   const PsPattern pattern(collective, data.count, layout.workers());
+  RoundWindow window;
   if (chunk > 0 && layout.placement() == ServerPlacement::dedicated) {
-    // Pipelined to servers elsewhere: nothing here has to run meanwhile.
-    PsWorker(comm, layout, chunk, /*first_server=*/0, pattern).exchange_paced(data);
-  } else {
-    push_pull_round(comm, layout, pattern, chunk, data, op, memory);
+    // Pipelined to servers elsewhere, a worker keeps a chunk per server in
+    // flight (a window's worth at most). Posted all at once, a shaped link
+    // books the pushes in posting order, worker after worker, and a server
+    // would wait for every worker's first chunk until the last worker's
+    // turn came: the pipeline would not fill until the end (16 chunks in
+    // flight to one server from each of 4 workers took 1.66x the
+    // simulated time on shaped threads, ShapedVsSim.PipelinedParameter*).
+    window.pushes = static_cast<std::size_t>(layout.servers());
   }
+  push_pull_round(comm, layout, pattern, chunk, data, op, memory, window);
   // An average is finished where the sum lands: everywhere after an
   // all-reduce, on this worker's block after a reduce-scatter.
   if (collective == Collective::all_reduce) finish_reduce(data, op, layout.workers());

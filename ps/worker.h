@@ -32,11 +32,6 @@ class PsWorker {
   // chunks: chunk 0 of every shard, then chunk 1 of every shard, ..., so
   // every server can start summing after one chunk per worker.
   std::vector<Request> push(Tensor grad);
-  // push() and pull() of `data` in one pass, one round of pushes (a chunk
-  // per server) and kChunksInFlight rounds of pulls (protocol.h) open at
-  // most: returns when the whole result is in. Only for a worker that
-  // hosts no server (it blocks meanwhile).
-  void exchange_paced(Tensor data);
   // Receives each non-empty shard of the combined result into `out`, in
   // place and in the same chunk order. `out` may be the pushed buffer: a
   // chunk's result can only come back after its server has received this
@@ -64,9 +59,8 @@ class PsWorker {
 
 // One synchronous round of `collective` on worker endpoint comm.rank():
 // push, pull (pattern.h), and run the servers this endpoint hosts
-// (co-located placement) in between, accumulating in `memory`: whole
-// shards a window at a time (push_pull_round.h), or chunks paced
-// (exchange_paced; servers on endpoints of their own only). Hybrid
+// (co-located placement) in between, accumulating in `memory`, each
+// stream a window at a time (push_pull_round.h). Hybrid
 // placement (all-reduce only) moves the workers' own servers' keys as a
 // ring among the workers instead (see worker.cpp). Ends with `data` as the
 // collective leaves it, in place.

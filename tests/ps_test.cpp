@@ -274,18 +274,18 @@ INSTANTIATE_TEST_SUITE_P(
 // and replies two at a time and refills each as its oldest ends, whatever
 // it waits for meanwhile. Every collective, whole shards and chunks,
 // co-located servers one per worker, several per worker and a few among
-// many workers, and dedicated servers, on threads and in the simulator
-// with real buffers: the values come out right and nothing deadlocks.
+// many workers, and dedicated servers (in chunks, paced), on threads and
+// in the simulator with real buffers: the values come out right and
+// nothing deadlocks.
 TEST(PsWindows, EveryCollectiveRightWithAWindowOfTwo) {
   constexpr std::size_t count = 2003;
   for (const Layout& l : {Layout{9, 9, ServerPlacement::colocated},
                           Layout{4, 11, ServerPlacement::colocated},
                           Layout{10, 3, ServerPlacement::colocated},
-                          Layout{7, 5, ServerPlacement::dedicated}}) {
+                          Layout{7, 5, ServerPlacement::dedicated},
+                          Layout{11, 11, ServerPlacement::dedicated}}) {
     const ServerLayout layout(l.workers, l.servers, l.placement);
     for (const std::size_t chunk : {std::size_t{0}, std::size_t{16}}) {
-      // (A dedicated server's workers in chunks pace themselves: exchange_paced.)
-      if (chunk > 0 && l.placement == ServerPlacement::dedicated) continue;
       for (Collective c : {Collective::all_reduce, Collective::reduce_scatter,
                            Collective::all_gather, Collective::broadcast}) {
         const PsPattern pattern(c, count, l.workers);
@@ -317,6 +317,14 @@ TEST(PsWindows, EveryCollectiveRightWithAWindowOfTwo) {
           }
           return -1;
         };
+        // Paced (worker.cpp): pushes at most a chunk per server, here two,
+        // pulls four times as many, and each push after its pull where a
+        // chunk's pulls fit (5 servers; with 11, each push after its pull
+        // deadlocked: every server waited for pushes behind full windows
+        // of pulls).
+        const std::size_t paced = chunk > 0 && l.placement == ServerPlacement::dedicated
+                                      ? static_cast<std::size_t>(l.servers)
+                                      : 0;
         for (const bool simulated : {false, true}) {
           SCOPED_TRACE(testing::Message()
                        << l.workers << " workers, " << l.servers << " servers, chunk " << chunk
@@ -330,7 +338,7 @@ TEST(PsWindows, EveryCollectiveRightWithAWindowOfTwo) {
             for (std::size_t i = 0; i < count; ++i) b[i] = sent(me, i);
             const Tensor data{b.data(), count, DType::i32};
             push_pull_round(comm, layout, pattern, chunk, data, ReduceOp::sum, memory,
-                            RoundWindow{2, 0});
+                            RoundWindow{2, 0, paced});
           };
           TransportOptions options;
           options.phantom_payloads = false;

@@ -409,19 +409,19 @@ TEST(SimScale, PhantomGigabyteOn256Ranks) {
   EXPECT_EQ(r.traffic[0].bytes_sent, static_cast<std::uint64_t>(2.0 * (n - 1) / n * bytes));
 }
 
-// A pipelined PS posts its pulls, and its server its replies, a few chunks
-// ahead (ps/protocol.h): what a round holds open does not grow with the
-// number of chunks. Posted all at once, 512 chunks would hold 8 x 512
+// A pipelined PS's workers and its server post a window of chunks at a
+// time (ps/push_pull_round.h): what a round holds open does not grow with
+// the number of chunks. Posted all at once, 512 chunks would hold 8 x 512
 // pulls open.
 TEST(SimScale, PipelinedPsHoldsAsManyRequestsForAnyNumberOfChunks) {
   SchemeOptions o;
   o.workers = 8;
   o.servers = 1;
-  o.segment_bytes = 1024;
+  o.segment_bytes = std::size_t{1} << 18;  // a window is 16 of them (kRoundBytes: 4 MiB)
   auto ps = make_scheme("ps_pipelined", o);
   const auto peak = [&](std::size_t chunks) {
     SimRequest req;
-    req.count = chunks * 256;  // f32: 1 KiB chunks
+    req.count = chunks * 65536;  // f32: 256 KiB chunks
     req.topology = flat(ps->endpoints(), 10 * kGB, 1e-6);
     return simulate_allreduce(*ps, req).stats.peak_operations;
   };
@@ -438,9 +438,11 @@ TEST(SimScale, PipelinedPsHoldsAsManyRequestsForAnyNumberOfChunks) {
 // of kRoundBytes). Posted all at once, each rank held n pushes and n
 // pulls, and its server n replies: per rank 3.8-4.1x more at 128 ranks
 // than at 32 (95 and 383 operations in an all-reduce; windowed, 33 and 33).
+// (A broadcast's servers answer all their workers at once:
+// ps/push_pull_round.cpp says why.)
 TEST(SimScale, ColocatedPsHoldsPerRankAsManyRequestsForAnyWorldSize) {
-  for (Collective c : {Collective::all_reduce, Collective::reduce_scatter,
-                       Collective::all_gather, Collective::broadcast}) {
+  for (Collective c :
+       {Collective::all_reduce, Collective::reduce_scatter, Collective::all_gather}) {
     const auto per_rank = [c](int n) {
       SchemeOptions o;
       o.workers = n;
@@ -457,6 +459,39 @@ TEST(SimScale, ColocatedPsHoldsPerRankAsManyRequestsForAnyWorldSize) {
     const double few = per_rank(32), many = per_rank(128);
     EXPECT_GT(few, 2) << collective_name(c);
     EXPECT_LE(many, 1.1 * few) << collective_name(c);
+  }
+}
+
+// Servers of their own, as many as the workers (in_network's switch
+// ports, or ps.servers = n): workers and servers post a window at a time
+// too, in whole shards and in chunks, so what a rank holds open does not
+// grow with the number of ranks. Before, a pipelined worker kept a chunk
+// to every server in flight and a server answered all n workers of four
+// chunks at once: per rank 3.9x more at 128 ranks than at 32. (A
+// broadcast's servers still answer all their workers at once:
+// parameter_server.cpp says why.)
+TEST(SimScale, DedicatedPsHoldsPerRankAsManyRequestsForAnyWorldSize) {
+  for (const char* scheme : {"ps", "ps_pipelined"}) {
+    for (Collective c :
+         {Collective::all_reduce, Collective::reduce_scatter, Collective::all_gather}) {
+      const auto per_rank = [&](int n) {
+        SchemeOptions o;
+        o.workers = n;
+        o.servers = n;
+        o.segment_bytes = std::size_t{1} << 18;  // two chunks a shard
+        auto ps = make_scheme(scheme, o);
+        SimRequest req;
+        req.collective = c;
+        req.count = static_cast<std::size_t>(n) * (std::size_t{1} << 17);  // f32: 512 KiB shards
+        req.topology = flat(ps->endpoints(), 10 * kGB, 1e-6);
+        const SimResult r = simulate_allreduce(*ps, req);
+        EXPECT_GT(r.seconds, 0) << scheme << ", " << collective_name(c);
+        return static_cast<double>(r.stats.peak_operations) / ps->endpoints();
+      };
+      const double few = per_rank(32), many = per_rank(128);
+      EXPECT_GT(few, 2) << scheme << ", " << collective_name(c);
+      EXPECT_LE(many, 1.1 * few) << scheme << ", " << collective_name(c);
+    }
   }
 }
 
