@@ -463,7 +463,11 @@ Topology scenario_topology(const Scenario& s, const Scheme& scheme, int workers)
       // the GPU that carried it, in the scheme's own messages.
       t.add_switch(workers, workers, inside, /*in_node=*/true, /*ports_multicast=*/one_node);
       if (!across_too) return t;
-      t.add_switch(2 * workers, workers, across, /*in_node=*/false);
+      // A port per rail stands for the rail's ports, one per node, at
+      // their summed rate (ps/in_network_hierarchical.h).
+      LinkSpec rail = across;
+      rail.bytes_per_second *= (workers + per_node - 1) / per_node;
+      t.add_switch(2 * workers, per_node, rail, /*in_node=*/false);
       return t;
     }
   }

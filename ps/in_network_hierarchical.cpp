@@ -19,8 +19,8 @@ namespace {
 // message, chunk after chunk in order.
 constexpr Tag kContribution = 0;  // GPU -> its node switch's port
 constexpr Tag kNodeSum = 1;       // node port j -> local rank j
-constexpr Tag kToRail = 2;        // local rank l -> rail l's ports
-constexpr Tag kRailSum = 3;       // rail l's ports -> every node's local rank l
+constexpr Tag kToRail = 2;        // local rank l -> rail l's port
+constexpr Tag kRailSum = 3;       // rail l's port -> every node's local rank l
 constexpr Tag kFinished = 4;      // local rank l -> node port l
 constexpr Tag kSpread = 5;        // node port j -> the node's GPUs
 // Across the nodes on trees: half h of a piece up tree h to the parent,
@@ -44,7 +44,7 @@ struct Part {
   std::size_t count = 0;
 };
 
-// Who is where, and which elements each chunk, piece and sub-piece holds
+// Who is where, and which elements each chunk, piece and half holds
 // (the same on every endpoint, so an empty part is skipped on both sides).
 struct Layout {
   Layout(std::size_t count, DType dtype, std::size_t segment_bytes, int workers, int per_node,
@@ -95,13 +95,8 @@ struct Layout {
   int carried(std::size_t c, int l) const {
     return static_cast<int>((static_cast<std::size_t>(l) + g_u() - c % g_u()) % g_u());
   }
-  // Sub-piece i of the piece rail l carries in chunk c.
-  Part sub(std::size_t c, int l, int i) const {
-    const Part whole = piece(c, carried(c, l));
-    const BlockSplit split{whole.count, static_cast<std::size_t>(m)};
-    const auto at = static_cast<std::size_t>(i);
-    return {whole.offset + split.offset(at), split.size(at)};
-  }
+  // The piece rail l carries in chunk c.
+  Part carried_piece(std::size_t c, int l) const { return piece(c, carried(c, l)); }
   // Half h of the piece rail l carries in chunk c, which goes across the
   // nodes on tree h.
   Part half(std::size_t c, int l, int h) const {
@@ -113,7 +108,7 @@ struct Layout {
   // Node k's links in tree h over the nodes.
   TreeLinks links(int k, int h) const { return double_tree(m, k, h); }
   int node_port(int worker) const { return w + worker; }
-  int rail_port(int local, int i) const { return 2 * w + local * m + i; }
+  int rail_port(int local) const { return 2 * w + local; }
   int worker(int node, int local) const { return node * g + local; }
 
  private:
@@ -267,12 +262,10 @@ void run_gpu(Comm& comm, const Layout& at, Tensor data, ReduceOp combine) {
         if (halves[h]) add_child(c, h, 0);
       }
     } else if (at.m > 1) {
-      for (int i = 0; i < at.m; ++i) {
-        const Part p = at.sub(c, l, i);
-        if (p.count == 0) continue;
+      if (const Part p = at.carried_piece(c, l); p.count > 0) {
         const Tensor t = slice(p);
-        ch.sends.push_back(comm.isend(at.rail_port(l, i), t.data, t.bytes(), kToRail));
-        rail_sums.emplace_back(c, comm.irecv(at.rail_port(l, i), t.data, t.bytes(), kRailSum));
+        ch.sends.push_back(comm.isend(at.rail_port(l), t.data, t.bytes(), kToRail));
+        rail_sums.emplace_back(c, comm.irecv(at.rail_port(l), t.data, t.bytes(), kRailSum));
         ++ch.rail_left;
       }
     }
@@ -418,18 +411,17 @@ void run_node_port(Comm& comm, const Layout& at, int worker, DType dtype, Reduce
   slots.wait_all(comm);
 }
 
-// Port i of rail l on the switch between the nodes: sums sub-piece i of
-// piece l of every chunk over the nodes and sends it back to each.
-void run_rail_port(Comm& comm, const Layout& at, int l, int i, DType dtype, ReduceOp combine) {
+// Rail l's port on the switch between the nodes: sums the piece rail l
+// carries of every chunk over the nodes and sends it back to each.
+void run_rail_port(Comm& comm, const Layout& at, int l, DType dtype, ReduceOp combine) {
   if (at.m == 1) return;
   std::vector<int> gpus;
   for (int k = 0; k < at.m; ++k) gpus.push_back(at.worker(k, l));
-  // Sized for the largest sub-piece i of any chunk: piece 0 of a whole
-  // chunk is the largest piece, and the carried piece rotates.
-  Slots slots(comm.phantom_payloads(), at.sub(0, /*carrier of piece 0*/ 0, i).count, dtype,
-              at.window);
+  // Sized for the largest piece: piece 0 of a whole chunk (the carried
+  // piece rotates).
+  Slots slots(comm.phantom_payloads(), at.piece(0, 0).count, dtype, at.window);
   for (std::size_t c = 0; c < at.chunks; ++c) {
-    const Part p = at.sub(c, l, i);
+    const Part p = at.carried_piece(c, l);
     if (p.count == 0) continue;
     slots.wait(comm, c);
     const Tensor acc = slots.of(c, p.count);
@@ -469,11 +461,9 @@ std::vector<std::vector<Flow>> hops(const Layout& at, double elem) {
         hop[3].push_back({at.worker(parent, l), r, b});
       }
     } else if (at.m > 1) {
-      for (int i = 0; i < at.m; ++i) {
-        const double b = bytes(at.sub(0, l, i));
-        if (b == 0) continue;
-        hop[2].push_back({r, at.rail_port(l, i), b});
-        hop[3].push_back({at.rail_port(l, i), r, b});
+      if (const double b = bytes(at.carried_piece(0, l)); b > 0) {
+        hop[2].push_back({r, at.rail_port(l), b});
+        hop[3].push_back({at.rail_port(l), r, b});
       }
     }
   }
@@ -501,8 +491,7 @@ void InNetworkHierarchicalScheme::allreduce(Comm& comm, Tensor data, ReduceOp op
   } else if (me < 2 * at.w) {
     run_node_port(comm, at, me - at.w, data.dtype, combine);
   } else {
-    const int q = me - 2 * at.w;
-    run_rail_port(comm, at, q / at.m, q % at.m, data.dtype, combine);
+    run_rail_port(comm, at, me - 2 * at.w, data.dtype, combine);
   }
 }
 
@@ -547,10 +536,8 @@ Traffic InNetworkHierarchicalScheme::expected_traffic(int endpoint, std::size_t 
           received(at.half(c, l, h), degree);
         }
       } else if (at.m > 1) {
-        for (int i = 0; i < at.m; ++i) {
-          sent(at.sub(c, l, i), 1);
-          received(at.sub(c, l, i), 1);
-        }
+        sent(at.carried_piece(c, l), 1);
+        received(at.carried_piece(c, l), 1);
       }
     } else if (endpoint < 2 * at.w) {
       if (at.g == 1) continue;
@@ -560,8 +547,7 @@ Traffic InNetworkHierarchicalScheme::expected_traffic(int endpoint, std::size_t 
       received(p, g + (at.m > 1 ? 1 : 0));
       sent(p, g + (at.m > 1 ? 1 : 0));
     } else if (at.m > 1) {
-      const int q = endpoint - 2 * at.w;
-      const Part p = at.sub(c, q / at.m, q % at.m);
+      const Part p = at.carried_piece(c, endpoint - 2 * at.w);
       received(p, m);
       sent(p, m);
     }

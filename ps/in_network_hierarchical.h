@@ -5,15 +5,20 @@
 //
 // W workers in M nodes of G (worker r = node k, local l, r = kG + l). The
 // buffer is cut into chunks of G segments, chunk c into G pieces (piece l
-// is local rank l's), and piece l into M sub-pieces. For each chunk:
+// is local rank l's). For each chunk:
 //
 //   1. every GPU sends piece j to its node switch's port j (endpoint
 //      W + kG + j), which sums the G contributions and sends piece j's
 //      node sum to local rank j;
-//   2. local rank l sends sub-piece i of its piece through its NIC (rail l)
-//      to port i of rail l on the switch between the nodes (endpoint
-//      2W + lM + i), which sums the M nodes' and sends the sum back to
-//      every node's local rank l;
+//   2. local rank l sends its piece through its NIC (rail l) to rail l's
+//      port on the switch between the nodes (endpoint 2W + l), which sums
+//      the M nodes' and sends the sum back to every node's local rank l.
+//      That port stands for the rail's M ports, one per node, at their
+//      summed rate (config/scenario.cpp): a node's piece is one
+//      message, as SHARP's aggregation tree takes it, where M sub-pieces,
+//      one to each of M ports, made the messages grow as the GPUs times
+//      the nodes (35.9 million at 1,024 GPUs for a 1 GiB all-reduce, 17x
+//      the ring's);
 //   3. local rank l sends the finished piece to its node switch's port l,
 //      which multicasts it to the node's G GPUs (itself included).
 //
@@ -51,9 +56,9 @@ class InNetworkHierarchicalScheme final : public Scheme {
   InNetworkHierarchicalScheme(SchemeOptions options, Across across);
 
   // The workers, then a node switch's port per worker, then (across a
-  // switch) a port of the switch between the nodes per worker.
+  // switch) a port of the switch between the nodes per rail.
   int endpoints() const override {
-    return (across_ == Across::reducing_switch ? 3 : 2) * workers();
+    return 2 * workers() + (across_ == Across::reducing_switch ? options().ranks_per_node : 0);
   }
   ReducingSwitches reducing_switches() const override {
     return across_ == Across::reducing_switch ? ReducingSwitches::per_node_and_across

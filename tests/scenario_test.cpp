@@ -227,16 +227,17 @@ std::string error(const std::string& json) {
 }
 
 // in_network_hierarchical's two switches: a port per GPU on its own node
-// (the node preset's NVLS, or network.node_switch), then a port per GPU on
-// nodes of their own between the nodes (network.switch). Each is refused
-// where it is missing or, given, where nothing uses it.
+// (the node preset's NVLS, or network.node_switch), then a port per rail
+// on nodes of their own between the nodes (network.switch), standing for
+// the rail's port per node at their summed rate. Each is refused where it
+// is missing or, given, where nothing uses it.
 TEST(Scenario, TwoLevelInNetworkReductionNeedsBothSwitches) {
   const RunPlan dgx = plan(R"({"name": "t", "sizes": [4096], "workers": 16, "transport": "sim",
       "schemes": ["in_network_hierarchical"],
       "network": {"node": "dgx_h100", "switch": "ib_ndr_sharp"}})");
   ASSERT_EQ(dgx.runs.size(), 1u);
   const Topology t = scenario_topology(dgx.scenario, *dgx.runs[0].instance, 16);
-  EXPECT_EQ(t.endpoints(), 48);
+  EXPECT_EQ(t.endpoints(), 40);
   ASSERT_EQ(t.switches.size(), 2u);
   EXPECT_EQ(t.switches[0].first, 16);
   EXPECT_TRUE(t.switches[0].in_node);
@@ -244,11 +245,12 @@ TEST(Scenario, TwoLevelInNetworkReductionNeedsBothSwitches) {
   EXPECT_FALSE(t.switches[1].in_node);
   EXPECT_TRUE(t.same_node(9, 16 + 9));   // node 1's NVSwitch
   EXPECT_FALSE(t.same_node(1, 16 + 9));
-  EXPECT_FALSE(t.same_node(9, 32 + 9));  // a switch of its own, through the NICs
+  EXPECT_FALSE(t.same_node(9, 32 + 1));  // a switch of its own, through the NICs
   EXPECT_DOUBLE_EQ(t.link(9, 25).bytes_per_second,
                    find_link_preset("h100_nvls", "").bytes_per_second);
-  EXPECT_DOUBLE_EQ(t.link(41, 9).bytes_per_second,
-                   find_link_preset("ib_ndr_sharp", "").bytes_per_second);
+  EXPECT_EQ(t.switches[1].ports, 8);  // rail 1's port is 32 + 1, its 2 nodes' at twice the rate
+  EXPECT_DOUBLE_EQ(t.link(33, 9).bytes_per_second,
+                   2 * find_link_preset("ib_ndr_sharp", "").bytes_per_second);
 
   const RunPlan custom = plan(R"({"name": "t", "sizes": [4096], "workers": 8, "transport": "sim",
       "ranks_per_node": 4, "schemes": ["in_network_hierarchical"],
