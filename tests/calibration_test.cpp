@@ -46,6 +46,7 @@ TEST(Calibration, EveryPublishedPointIsReproducedWithinItsTolerance) {
                               {"inter_node", p["inter_node"]},
                               {"nic_per_node", p["nic_per_node"]}};
     if (p.contains("switch")) network["switch"] = p["switch"];
+    if (p.contains("node_switch")) network["node_switch"] = p["node_switch"];
     const Scenario scenario = parse_scenario({{"name", "calibration"},
                                               {"sizes", {bytes}},
                                               {"workers", workers},
