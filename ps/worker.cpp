@@ -22,12 +22,10 @@ std::vector<Request> PsWorker::each_chunk(const Tensor& data, Part part, Post po
   for (int k = first_server_; k < layout_.servers(); ++k) {
     most = std::max(most, chunk_count(layout_.shard(data.count, k).count, chunk_));
   }
-  // Each worker starts its round at another server (rotated by rank,
-  // ServerLayout::server_at), so the workers' first chunks spread over the
-  // servers' NICs instead of all converging on server 0's. That rotation
-  // with the servers below first_server_ skipped is a rotation of the rest
-  // starting at the first of them it reaches.
-  const int start = std::max(layout_.server_at(comm_.rank(), 0), first_server_) - first_server_;
+  // Each worker starts its round at another server (rotated by rank among
+  // the servers it visits), so the workers' first chunks spread over the
+  // servers' NICs instead of all converging on the first one's.
+  const int start = comm_.rank() % servers;
   for (std::size_t j = 0; j < most; ++j) {
     for (int i = 0; i < servers; ++i) {
       const int k = first_server_ + (start + i) % servers;

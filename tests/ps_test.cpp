@@ -9,12 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/errors.h"
 #include "common/topology.h"
 #include "ps/parameter_server.h"
 #include "ps/push_pull_round.h"
 #include "ps/server.h"
 #include "ps/sharding.h"
+#include "ps/worker.h"
 #include "runner/measure.h"
 #include "schemes/registry.h"
 #include "transport/inproc/world.h"
@@ -458,6 +460,53 @@ TEST(PsCollectives, MoveWhatThePatternSays) {
   // Hybrid moves its workers' keys round a ring: all-reduce only.
   o.placement = ServerPlacement::hybrid;
   EXPECT_FALSE(make_scheme("ps_hybrid", o)->provides(Collective::reduce_scatter));
+}
+
+// An endpoint that posts nothing anywhere and writes down whom each send
+// is for, in posting order.
+class SendRecorder final : public Comm {
+ public:
+  SendRecorder(int rank, int size) : rank_(rank), size_(size) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Clock& clock() override { return clock_; }
+  std::chrono::milliseconds timeout() const override { return std::chrono::milliseconds(100); }
+  std::vector<int> sent_to;
+
+ protected:
+  std::shared_ptr<RequestState> start_send(int peer, const void*, std::size_t, Tag) override {
+    sent_to.push_back(peer);
+    return std::make_shared<RequestState>();
+  }
+  std::shared_ptr<RequestState> start_recv(int, void*, std::size_t, Tag) override {
+    return std::make_shared<RequestState>();
+  }
+  void wait_state(RequestState&) override {}
+  std::size_t wait_any_state(std::span<RequestState* const>) override { return 0; }
+
+ private:
+  int rank_;
+  int size_;
+  WallClock clock_;
+};
+
+// The hybrid's workers start each chunk's pushes at another dedicated
+// server, rotated by rank, so that their first chunks spread over the
+// servers' NICs (on a shaped link a send is booked when it is posted).
+// Every worker started at the first dedicated server before.
+TEST(PsWorker, HybridWorkersStartAtDifferentDedicatedServers) {
+  const int n = 6, k = 3;
+  const ServerLayout layout(n, k, ServerPlacement::hybrid);
+  for (int w = 0; w < n; ++w) {
+    SendRecorder comm(w, layout.endpoints());
+    std::vector<float> data(3000);
+    PsWorker worker(comm, layout, /*chunk=*/0, /*first_server=*/n);
+    worker.push(Tensor{data.data(), data.size(), DType::f32});
+    ASSERT_EQ(comm.sent_to.size(), static_cast<std::size_t>(k)) << "worker " << w;
+    std::vector<int> want;
+    for (int i = 0; i < k; ++i) want.push_back(layout.host(n + (w + i) % k));
+    EXPECT_EQ(comm.sent_to, want) << "worker " << w;
+  }
 }
 
 }  // namespace
