@@ -246,6 +246,40 @@ TEST(SimNetwork, SleepUntilAdvancesVirtualTime) {
   EXPECT_EQ(world.now(), 2.5);
 }
 
+// A wait for any of several operations returns the first of them, in the
+// order given, that has ended, also where several ended while the rank was
+// blocked and the later one ended first (the simulator then knows which
+// ended without reading the others only where one did).
+TEST(SimWaits, WaitAnyReturnsTheFirstOfThoseThatEndedWhileItWasBlocked) {
+  SimWorld world(2, TransportOptions{.shaping = flat(2, 0, 0)});
+  world.run([](Comm& c) {
+    int x = 1, y = 2;
+    if (c.rank() == 0) {
+      // Rank 1 takes both, the second first, before rank 0 runs again.
+      std::vector<Request> both;
+      both.push_back(c.isend(1, &x, sizeof x, 1));
+      both.push_back(c.isend(1, &y, sizeof y, 2));
+      EXPECT_EQ(c.wait_any(both), 0u);
+      EXPECT_EQ(c.wait_any(both), 1u);
+      // Rank 1 takes the second alone, then the first once told to.
+      std::vector<Request> one_by_one;
+      one_by_one.push_back(c.isend(1, &x, sizeof x, 3));
+      one_by_one.push_back(c.isend(1, &y, sizeof y, 4));
+      EXPECT_EQ(c.wait_any(one_by_one), 1u);
+      c.send(1, nullptr, 0, 5);
+      EXPECT_EQ(c.wait_any(one_by_one), 0u);
+    } else {
+      Request second = c.irecv(0, &y, sizeof y, 2);
+      Request first = c.irecv(0, &x, sizeof x, 1);
+      c.wait(second);
+      c.wait(first);
+      c.recv(0, &y, sizeof y, 4);
+      c.recv(0, nullptr, 0, 5);
+      c.recv(0, &x, sizeof x, 3);
+    }
+  });
+}
+
 // The event queue pops by time, then by posting order, exactly as an
 // ordered set would: many events at one instant (a step of every rank),
 // times that differ in their last bits, and pushes while an instant is

@@ -30,6 +30,10 @@ struct SimOp final : transport::Op {
   bool timer = false;
   const char* protocol = nullptr;  // a send's: its rank's collective protocol
   bool line_per_tag = false;       // a send's: Comm::connection_per_tag
+  // The wait for any of several operations (RankState::wait_number) that
+  // last included this one: its completion wakes its owner only if that
+  // wait is the one its owner is blocked in.
+  std::uint32_t awaited_in = 0;
 };
 using OpPtr = std::shared_ptr<SimOp>;
 
@@ -78,10 +82,22 @@ struct Event {
 struct alignas(64) RankState {
   // What the scheduler reads of every rank it wakes first, together.
   bool blocked = false;
+  // Counts this rank's waits for any of several operations; each marks its
+  // operations with its number (SimOp::awaited_in), so that a completion
+  // tells whether it ends the wait without reading the others (a PS round
+  // waits for dozens at once, each on a line of its own).
+  std::uint32_t wait_number = 0;
   const SimOp* waiting_on = nullptr;  // set while blocked
   // Set while blocked in a wait for any of several operations (waiting_on
   // is then the first of them).
   std::span<RequestState* const> waiting_any;
+  // The operations of the wait for any it is blocked in (or just woke
+  // from) that completed since it blocked, and the first of them: where
+  // that is one, it is the one the wait returns, found without reading the
+  // others. (Placed where the fields beside them leave room: the state
+  // stays four cache lines.)
+  const SimOp* first_awaited_done = nullptr;
+  std::uint32_t awaited_done = 0;
   // The connection this rank last sent on (lines never move): a rank
   // mostly sends to the peer it sent to last, and finding it again in the
   // table of every connection costs a miss per message in a large world.
@@ -258,7 +274,7 @@ struct SimWorld::Impl {
   // if it is blocked.
   void complete(SimOp& op) {
     op.finish();
-    wake(op.owner);
+    wake(op);
   }
   void complete_send(SimOp& send) {
     complete(send);
@@ -279,14 +295,24 @@ struct SimWorld::Impl {
   }
   void complete(SimOp& op, std::string error) {
     op.finish(std::move(error));
-    wake(op.owner);
+    wake(op);
   }
-  void wake(int rank) {
-    RankState& r = ranks[static_cast<std::size_t>(rank)];
-    if (r.blocked) {
-      r.blocked = false;
-      runnable.push_back(rank);
+  // `op` has finished: its rank runs again if it is blocked waiting for
+  // it. A rank blocked in a wait for another operation (a ring's next
+  // receive, while one of its sends completes) stays blocked, decided here
+  // from `op` alone, without switching to its stack and back.
+  void wake(const SimOp& op) {
+    RankState& r = ranks[static_cast<std::size_t>(op.owner)];
+    const bool awaited = r.waiting_any.empty() ? &op == r.waiting_on
+                                               : op.awaited_in == r.wait_number;
+    if (awaited && !r.waiting_any.empty() && r.awaited_done++ == 0) r.first_awaited_done = &op;
+    if (!r.blocked) return;
+    if (!awaited) {
+      ++stats.context_switches;  // a wake-up that would find its wait unmet
+      return;
     }
+    r.blocked = false;
+    runnable.push_back(op.owner);
   }
   // Asks the cache for what the events due a few places ahead will read:
   // in a large world each rank's state, stack included, is out of cache
@@ -305,8 +331,6 @@ struct SimWorld::Impl {
   // Suspends `rank` until one of its operations completes; `any` lists
   // the operations of a wait for any of several (`op` is the first).
   void block(int rank, const SimOp& op, std::span<RequestState* const> any = {});
-  // Whether a woken rank would find what it waits for still unfinished.
-  static bool still_waiting(const RankState& r);
   void abort(int rank, std::string why);
   [[noreturn]] void throw_aborted(int rank) const {
     throw PeerLostError(failed_rank, detail::concat("rank ", rank, ": peer rank ", failed_rank,
@@ -396,6 +420,13 @@ class SimComm final : public Comm {
         }
       }
       world_.block(rank_, *static_cast<SimOp*>(states[0]), states);
+      // None had ended when it blocked: if one has since, it is the one.
+      const RankState& me = world_.ranks[static_cast<std::size_t>(rank_)];
+      if (me.awaited_done != 1) continue;
+      const auto at = std::find(states.begin(), states.end(), me.first_awaited_done);
+      if (at == states.end()) continue;
+      world_.ranks[static_cast<std::size_t>(rank_)].waited(me.first_awaited_done);
+      return static_cast<std::size_t>(at - states.begin());
     }
   }
 
@@ -502,14 +533,9 @@ void SimWorld::Impl::prefetch_ahead() const {
         network.prefetch_route(e->message->dst, r.last_line_to);
       }
     } else if (const Message* m = message_of(*e)) {
-      // A finished flow: its ports, its connection, and what its sender
-      // waits for (a send that completes wakes the sender, found still
-      // waiting, in a ring for a receive, or resumed).
+      // A finished flow: its ports and its connection.
       network.prefetch_flow(e->index, /*ports=*/true);
       if (m->line != nullptr) __builtin_prefetch(m->line);
-      if (const SimOp* op = ranks[static_cast<std::size_t>(m->src)].waiting_on) {
-        __builtin_prefetch(&op->done);
-      }
     }
   }
   const auto arrival_ahead = [this](std::size_t ahead) -> const RankState* {
@@ -702,20 +728,16 @@ void SimWorld::Impl::block(int rank, const SimOp& op, std::span<RequestState* co
   r.blocked = true;
   r.waiting_on = &op;
   r.waiting_any = any;
+  if (!any.empty()) {
+    ++r.wait_number;
+    for (RequestState* state : any) static_cast<SimOp*>(state)->awaited_in = r.wait_number;
+    r.awaited_done = 0;
+  }
   ++stats.context_switches;
   fibers[static_cast<std::size_t>(rank)]->yield();
   r.waiting_on = nullptr;
   r.waiting_any = {};
   if (aborted && !op.done) throw_aborted(rank);
-}
-
-bool SimWorld::Impl::still_waiting(const RankState& r) {
-  if (r.waiting_on == nullptr) return false;  // not in a wait (first run)
-  if (r.waiting_any.empty()) return !r.waiting_on->finished();
-  for (RequestState* state : r.waiting_any) {
-    if (static_cast<SimOp*>(state)->finished()) return false;
-  }
-  return true;
 }
 
 void SimWorld::Impl::abort(int rank, std::string why) {
@@ -808,15 +830,6 @@ void SimWorld::run(const std::function<void(Comm&)>& body) {
       cancel_if_signalled();
       const int r = w.runnable.front();
       w.runnable.pop_front();
-      // Any completion of a rank's operations wakes it, also one it does
-      // not wait for. Resumed, such a rank would find its wait unmet and
-      // block again at once (SimComm's wait loops, Impl::block): do that
-      // here instead of switching to its stack and back.
-      if (RankState& s = w.ranks[static_cast<std::size_t>(r)]; !w.aborted && Impl::still_waiting(s)) {
-        s.blocked = true;
-        ++w.stats.context_switches;
-        continue;
-      }
       Fiber& f = *w.fibers[static_cast<std::size_t>(r)];
       f.resume();
       if (!f.finished()) continue;
