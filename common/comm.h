@@ -52,6 +52,9 @@ inline constexpr Tag kTraceGatherTag = kReservedTagBase + (Tag{3} << 20);
 inline constexpr Tag kPsTrainGatherTag = kReservedTagBase + (Tag{4} << 20);
 inline constexpr Tag kRankListTag = kReservedTagBase + (Tag{5} << 20);
 inline constexpr Tag kNcclIdTag = kReservedTagBase + (Tag{6} << 20);
+// Not a gather: rank 0 telling the ranks a training run leaves idle how far
+// it got (runner/idle_ranks.h).
+inline constexpr Tag kIdleProgressTag = kReservedTagBase + (Tag{7} << 20);
 
 // Bytes and messages one endpoint moved over links (messages to itself are
 // local copies and are not counted).

@@ -9,6 +9,7 @@
 #include "common/errors.h"
 #include "common/units.h"
 #include "runner/group_run.h"
+#include "runner/idle_ranks.h"
 #include "schemes/registry.h"
 
 namespace gradex {
@@ -86,7 +87,9 @@ void run_consistency_on_group(const Scenario& sc, const TrainJob& job, Comm& com
     comm.barrier();
     reshape(group_shaping(sc, scenario_topology(sc, run.workers, endpoints), comm.size()));
     comm.barrier();
-    if (comm.rank() >= endpoints) continue;  // idle in this run
+    // A launched run has one worker count, and every one of its
+    // consistency runs all of its endpoints: none sits one out.
+    if (comm.rank() >= endpoints) continue;
     if (printing) print_consistency_header(out, sc, run);
     SubComm group(comm, GroupMembers::rule(endpoints, 0, 1),
                   static_cast<std::uint32_t>(i % kSubCommSpaces));
@@ -139,7 +142,7 @@ RankTransport rank_transport(const Scenario& sc, const PlannedRun& run) {
 
 // One run on a launched group: its shaping installed everywhere, then its
 // endpoints train in a sub-group on tag space `space`. nullopt on the
-// processes idle in it.
+// processes idle in it, which wait for it an epoch at a time.
 std::optional<TrainResult> train_on_group(
     const Scenario& sc, Comm& comm,
     const std::function<void(const std::optional<Topology>&)>& reshape, const PlannedRun& run,
@@ -150,13 +153,23 @@ std::optional<TrainResult> train_on_group(
   reshape(group_shaping(sc, scenario_topology(sc, *run.instance, run.workers), comm.size()));
   comm.barrier();
   const int endpoints = run.instance->endpoints();
-  if (comm.rank() >= endpoints) return std::nullopt;
+  IdleRanks idle(comm, endpoints);
+  if (idle.idle()) {
+    idle.sit_out();
+    return std::nullopt;
+  }
   SubComm group(comm, GroupMembers::rule(endpoints, 0, 1),
                 static_cast<std::uint32_t>(space % kSubCommSpaces));
   // Each process builds its own scheme: the plan's instance is only read.
   SchemeExchange exchange(make_scheme(run.scheme, scheme_options(sc, run.workers)));
-  TrainResult r = train_rank(group, exchange, config, source, trace, on_epoch);
+  // Worker 0 (rank 0) scores each epoch.
+  const EpochCallback each_epoch = [&](const EpochRecord& e) {
+    if (on_epoch) on_epoch(e);
+    idle.epoch_ended();
+  };
+  TrainResult r = train_rank(group, exchange, config, source, trace, each_epoch);
   if (trace != nullptr) gather_trace(group, *trace);
+  idle.run_ended();
   return r;
 }
 

@@ -403,6 +403,32 @@ TEST_F(TrainScenario, LaunchTrainsAsynchronouslyOverShapedTcp) {
   EXPECT_EQ(doc["runs"][1]["scheme"], "ps_ssp(s=1)");
 }
 
+// A run that leaves a process idle (the PS's server while the ring
+// trains) may last longer than timeout_ms: the idle process waits for it
+// an epoch at a time. Here each of 6 epochs of the emulated model takes
+// about 0.45 s and the ring's run about 2.7 s, against a timeout of 1.5 s
+// (before, the server's one wait for the whole run timed out).
+TEST_F(TrainScenario, IdleProcessesWaitForALongRunAnEpochAtATime) {
+  const fs::path sc = dir_ / "idle.json";
+  std::ofstream(sc) << R"({"name": "idle", "workers": 2, "schemes": ["ring", "ps"],
+      "transport": "tcp", "timeout_ms": 1500,
+      "network": {"inter_node": {"bandwidth": "1GB/s", "latency": "5us"}},
+      "output": ")" << (dir_ / "idle").string() << R"(",
+      "workload": {"kind": "train", "model": "resnet50", "fwd_ms": 50, "param_scale": 0.01,
+                   "epochs": 6, "max_steps": 3}})";
+  const Outcome o = gradex("launch -n 2 " + sc.string());
+  ASSERT_EQ(o.code, 0) << o.err << o.out;
+  const auto runs = results("idle")["runs"];
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0]["scheme"], "ring");
+  EXPECT_EQ(runs[1]["scheme"], "ps");
+  ASSERT_EQ(runs[0]["epochs"].size(), 6u);
+  // The scenario shows something only if the ring trained for longer
+  // than one wait may last.
+  EXPECT_GT(runs[0]["epochs"].back()["train_seconds"].get<double>(), 1.5)
+      << "the ring's run was too short to show anything";
+}
+
 // The ring reduces in the same order whether ranks are threads or
 // processes, and every process computes the same floats: the final
 // parameters must be bit-identical, not merely close.
