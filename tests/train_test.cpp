@@ -36,13 +36,28 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path temp_dir() {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path dir = fs::temp_directory_path() /
-                 (std::string("gradex_train_") + info->test_suite_name() + "_" + info->name());
-  fs::create_directories(dir);
-  return dir;
-}
+// A folder of the running test's own, removed with everything in it when
+// the test ends.
+class TempDir {
+ public:
+  TempDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = fs::temp_directory_path() /
+            (std::string("gradex_train_") + info->test_suite_name() + "_" + info->name());
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
 
 std::vector<std::uint8_t> idx_bytes(std::vector<std::uint32_t> dims, std::uint8_t type = 0x08) {
   std::vector<std::uint8_t> b = {0, 0, type, static_cast<std::uint8_t>(dims.size())};
@@ -82,13 +97,15 @@ void expect_data_error(const fs::path& p, int rank, const std::string& part) {
 TEST(Idx, RefusesDimensionsWhoseProductOverflows) {
   // 2^22 * 2^21 * 2^21 wraps around to 0 in 64 bits, so an empty payload
   // once passed the size check with dimensions promising 2^64 bytes.
-  const fs::path dir = temp_dir();
+  const TempDir scratch;
+  const fs::path& dir = scratch.path();
   write_file(dir / "wraps", {0, 0, 8, 3, 0, 0x40, 0, 0, 0, 0x20, 0, 0, 0, 0x20, 0, 0});
   expect_data_error(dir / "wraps", 3, "more than 2^64");
 }
 
 TEST(Idx, ReadsPlainAndGzip) {
-  const fs::path dir = temp_dir();
+  const TempDir scratch;
+  const fs::path& dir = scratch.path();
   write_file(dir / "a-idx3-ubyte", idx_bytes({3, 2, 2}));
   write_gz(dir / "a-idx3-ubyte.gz", idx_bytes({3, 2, 2}));
   for (const char* name : {"a-idx3-ubyte", "a-idx3-ubyte.gz"}) {
@@ -100,7 +117,8 @@ TEST(Idx, ReadsPlainAndGzip) {
 }
 
 TEST(Idx, RejectsCorruptFiles) {
-  const fs::path dir = temp_dir();
+  const TempDir scratch;
+  const fs::path& dir = scratch.path();
   auto good = idx_bytes({4, 3});
   auto bad_magic = good;
   bad_magic[0] = 0x1f;
@@ -135,7 +153,8 @@ TEST(Idx, RejectsCorruptFiles) {
 }
 
 TEST(FashionMnist, MismatchedLabelsAreRejected) {
-  const fs::path dir = temp_dir();
+  const TempDir scratch;
+  const fs::path& dir = scratch.path();
   write_file(dir / "t10k-images-idx3-ubyte", idx_bytes({5, 28, 28}));
   write_file(dir / "t10k-labels-idx1-ubyte", idx_bytes({4}));
   EXPECT_THROW(load_fashion_mnist(dir, "t10k"), DataError);
@@ -177,7 +196,8 @@ TEST(SampleFiles, ReadBackWhatWasWrittenFromAnyThread) {
 // Fashion-MNIST's images are read back from disk as the file has them,
 // scaled to [0, 1], whole or a sample at a time, and a head shares them.
 TEST(FashionMnist, ImagesAreReadFromDiskAsTheFileHasThem) {
-  const fs::path dir = temp_dir();
+  const TempDir scratch;
+  const fs::path& dir = scratch.path();
   const auto images = idx_bytes({3, 28, 28});
   write_gz(dir / "t10k-images-idx3-ubyte.gz", images);
   write_file(dir / "t10k-labels-idx1-ubyte", idx_bytes({3}));
