@@ -50,7 +50,7 @@ struct LaunchFlags {
 // launcher needs.
 std::vector<std::string> participant_args(const LaunchFlags& f) {
   std::vector<std::string> a = {"launch", f.scenario.scenario, "-n", std::to_string(f.workers)};
-  if (f.scenario.servers > 0) a.insert(a.end(), {"--servers", std::to_string(f.scenario.servers)});
+  if (f.scenario.servers) a.insert(a.end(), {"--servers", std::to_string(*f.scenario.servers)});
   if (!f.scenario.transport.empty()) a.insert(a.end(), {"--transport", f.scenario.transport});
   if (!f.scenario.schemes.empty()) {
     std::string s;

@@ -114,20 +114,20 @@ std::vector<FieldWrite> field_writes(const FieldFlags& f) {
   using P = nlohmann::json::json_pointer;
   std::vector<FieldWrite> w;
   if (!f.name.empty()) w.push_back({"--name", P("/name"), f.name});
-  if (!f.min_bytes.empty() || !f.max_bytes.empty() || f.step_factor > 0) {
+  if (!f.min_bytes.empty() || !f.max_bytes.empty() || f.step_factor) {
     nlohmann::json sweep = {{"from", f.min_bytes.empty() ? f.max_bytes : f.min_bytes},
                             {"to", f.max_bytes.empty() ? f.min_bytes : f.max_bytes}};
-    if (f.step_factor > 0) sweep["factor"] = f.step_factor;
+    if (f.step_factor) sweep["factor"] = *f.step_factor;
     w.push_back({"-e", P("/sizes/to"), nullptr, false});
     w.push_back({"-f", P("/sizes/factor"), nullptr, false});
     w.push_back({"-b", P("/sizes"), sweep});
   }
-  if (f.iters >= 0) w.push_back({"--iters", P("/iters"), f.iters});
-  if (f.warmup >= 0) w.push_back({"--warmup", P("/warmup_iters"), f.warmup});
+  if (f.iters) w.push_back({"--iters", P("/iters"), *f.iters});
+  if (f.warmup) w.push_back({"--warmup", P("/warmup_iters"), *f.warmup});
   if (!f.collective.empty()) w.push_back({"--collective", P("/collective"), f.collective});
   if (!f.dtype.empty()) w.push_back({"--dtype", P("/dtype"), f.dtype});
   if (!f.op.empty()) w.push_back({"--op", P("/op"), f.op});
-  if (f.ranks_per_node > 0) w.push_back({"--ranks-per-node", P("/ranks_per_node"), f.ranks_per_node});
+  if (f.ranks_per_node) w.push_back({"--ranks-per-node", P("/ranks_per_node"), *f.ranks_per_node});
   if (!f.link.empty()) {
     w.push_back({"--link", P("/network/inter_node"), link_value(f.link, f.latency)});
   } else if (!f.latency.empty()) {
@@ -144,9 +144,9 @@ std::vector<FieldWrite> field_writes(const FieldFlags& f) {
     w.push_back({"--node-switch", P("/network/node_switch"), link_value(f.node_switch, "")});
   }
   if (!f.segment.empty()) w.push_back({"--segment", P("/segment_bytes"), f.segment});
-  if (f.straggler_ms >= 0) w.push_back({"--straggler-ms", P("/straggler_ms"), f.straggler_ms});
-  if (f.symmetric_subset >= 0) {
-    w.push_back({"--symmetric-subset", P("/symmetric_subset"), f.symmetric_subset});
+  if (f.straggler_ms) w.push_back({"--straggler-ms", P("/straggler_ms"), *f.straggler_ms});
+  if (f.symmetric_subset) {
+    w.push_back({"--symmetric-subset", P("/symmetric_subset"), *f.symmetric_subset});
   }
   if (!f.servers.empty()) {
     w.push_back({"--servers", P("/ps/servers"),
@@ -202,9 +202,9 @@ RunPlan plan_with_overrides(const ScenarioFlags& flags, Scenario s) {
     if (s.transport == "sim") {
       source.erase("timeout_ms");
       source.erase("spin_us");
-      check_simulated_iterations(s, flags.fields.iters >= 0, flags.fields.warmup >= 0);
-      if (flags.fields.iters < 0) source.erase("iters");
-      if (flags.fields.warmup < 0) source.erase("warmup_iters");
+      check_simulated_iterations(s, flags.fields.iters.has_value(), flags.fields.warmup.has_value());
+      if (!flags.fields.iters) source.erase("iters");
+      if (!flags.fields.warmup) source.erase("warmup_iters");
     }
     if (!s.device_given) s.device = default_device(s.transport);
   }
@@ -224,10 +224,10 @@ RunPlan plan_with_overrides(const ScenarioFlags& flags, Scenario s) {
     s.workers = flags.workers;
     source["workers"] = flags.workers;
   }
-  if (flags.servers > 0) {
-    s.ps_servers = flags.servers;
+  if (flags.servers) {
+    s.ps_servers = *flags.servers;
     s.ps_servers_given = true;
-    source["ps"]["servers"] = flags.servers;
+    source["ps"]["servers"] = *flags.servers;
   }
   if (!flags.output.empty()) {
     s.output = flags.output;

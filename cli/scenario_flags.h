@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,17 +19,20 @@ namespace gradex::cli {
 struct FieldFlags {
   std::string name;
   std::string min_bytes, max_bytes;  // -b, -e: /sizes/from, /sizes/to
-  int step_factor = 0;               // -f: /sizes/factor
-  int iters = -1, warmup = -1;       // /iters, /warmup_iters
+  // Set only when given, whatever the value: a value out of range is the
+  // scenario's to refuse, naming the flag (a sentinel such as -1 for "not
+  // given" let --iters -3 pass unnoticed).
+  std::optional<int> step_factor;            // -f: /sizes/factor
+  std::optional<int> iters, warmup;          // /iters, /warmup_iters
   std::string collective;  // /collective (nccl-tests: one binary per collective)
   std::string dtype, op;
-  int ranks_per_node = 0;
+  std::optional<int> ranks_per_node;
   std::string link, latency, intra_link;  // /network/inter_node, /network/intra_node
   std::string node;                       // /network/node
   std::string reducing_switch, node_switch;  // /network/switch, /network/node_switch
   std::string segment;                    // /segment_bytes
-  double straggler_ms = -1;
-  int symmetric_subset = -1;  // --symmetric-subset: /symmetric_subset
+  std::optional<double> straggler_ms;
+  std::optional<int> symmetric_subset;  // --symmetric-subset: /symmetric_subset
   std::vector<int> servers;  // --servers: /ps/servers, a sweep when several
 };
 
@@ -39,7 +43,7 @@ struct ScenarioFlags {
   std::vector<int> workers;
   std::string output;
   bool no_output = false;
-  int servers = 0;          // launch: > 0 overrides the scenario's ps.servers
+  std::optional<int> servers;  // launch: overrides the scenario's ps.servers
   std::string transport;    // non-empty: overrides the scenario's transport
   std::string device;       // non-empty: overrides the scenario's device
   bool unshaped = false;    // drop the scenario's network: the real one sets the pace

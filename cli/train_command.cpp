@@ -14,6 +14,7 @@
 #include "runner/train_output.h"
 #include "common/errors.h"
 #include "common/topology.h"
+#include "config/workload.h"
 #include "runner/output_paths.h"
 #include "schemes/registry.h"
 #include "train/train_job.h"
@@ -224,6 +225,48 @@ void refuse_flags_that_do_not_apply(const TrainFlags& f, const CLI::App& cmd) {
   }
 }
 
+// The flags given are read as a scenario's "workload" with the same keys
+// would be, by the one reader of those fields (config/workload.h): a value
+// out of its field's range is refused naming the flag, where CLI11 alone
+// took --lr -1 or --train-samples 0 as "not given".
+void check_as_a_workload(const TrainWorkload& w, const CLI::App& cmd) {
+  nlohmann::json doc = {{"kind", "train"}};
+  const auto put = [&](const std::string& key, const auto& value) {
+    if (cmd.count(flag_of(key)) > 0) doc[key] = value;
+  };
+  put("model", w.model);
+  put("layers", w.layers);
+  put("optimizer", w.optimizer);
+  put("lr", w.lr);
+  put("momentum", w.momentum);
+  put("batch", w.batch);
+  put("accumulate", w.accumulate);
+  put("epochs", w.epochs);
+  put("max_steps", w.max_steps);
+  put("seed", w.seed);
+  put("bucket_mb", w.bucket_mb);
+  put("first_bucket_mb", w.first_bucket_mb);
+  put("unit_mb", w.unit_mb);
+  put("compression", w.compression);
+  put("train_samples", w.train_samples);
+  put("trace", w.trace);
+  put("trace_steps", w.trace_steps);
+  put("fwd_ms", w.fwd_ms);
+  put("bwd_ratio", w.bwd_ratio);
+  put("param_scale", w.param_scale);
+  put("consistency", w.consistency);
+  put("staleness", w.staleness);
+  put("no_sync_baseline", w.no_sync_baseline);
+  try {
+    parse_workload(doc, "");
+  } catch (const ConfigError& e) {
+    // "/lr", or "/consistency/1" for one element of a list.
+    std::string key = e.field().substr(1);
+    key = key.substr(0, key.find('/'));
+    throw ConfigError(flag_of(key), e.reason());
+  }
+}
+
 }  // namespace
 
 Command add_train_command(CLI::App& parent) {
@@ -293,6 +336,7 @@ Command add_train_command(CLI::App& parent) {
       ->check(CLI::NonNegativeNumber);
   return {cmd, [f, cmd] {
             refuse_flags_that_do_not_apply(*f, *cmd);
+            check_as_a_workload(f->w, *cmd);
             // Where the run writes, checked before it trains for minutes.
             if (!f->output.empty()) check_output_folder(f->output, "-o");
             if (!f->w.trace.empty()) check_output_file(f->w.trace, "--trace");

@@ -84,7 +84,8 @@ double JsonReader::number(const std::string& key, double fallback, double lo, do
   const double x = v->get<double>();
   if (x > hi || x < lo || (open_low && x == lo)) {
     throw ConfigError(child(key), std::string("must be ") + (open_low ? "above " : "at least ") +
-                                      std::to_string(lo) + " and at most " + std::to_string(hi) +
+                                      nlohmann::json(lo).dump() + " and at most " +
+                                      nlohmann::json(hi).dump() +
                                       ", got " + v->dump());
   }
   return x;

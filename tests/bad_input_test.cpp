@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "process_fixture.h"
 
@@ -77,6 +78,42 @@ TEST_F(BadInput, TrainFlagsOutsideThePhysicalRangeAreRefused) {
   const Outcome o = gradex("train --link-gbps 1e-300 --workers 2");
   EXPECT_EQ(o.code, 2) << o.output();
   EXPECT_NE(o.err.find("--link-gbps"), std::string::npos) << o.err;
+}
+
+// A flag given a value out of its field's range is refused naming the flag,
+// whatever the value: before, a negative value of a flag whose "not given"
+// was -1 (or 0) ran as if the flag had not been given.
+TEST_F(BadInput, EveryFieldFlagOutOfRangeIsRefusedNamingTheFlag) {
+  for (const std::string flag : {"--iters -3", "--warmup -2", "-f -2", "-f 0", "--ranks-per-node 0",
+                                 "--ranks-per-node -1", "--straggler-ms -5",
+                                 "--symmetric-subset -1"}) {
+    for (const char* verb : {"run", "simulate"}) {
+      const Outcome o = gradex(std::string(verb) + " -s ring -n 4 -b 1KiB --no-output " + flag);
+      EXPECT_EQ(o.code, 2) << verb << " " << flag << ": " << o.output();
+      const std::string name = flag.substr(0, flag.find(' '));
+      EXPECT_NE(o.err.find("error: " + name + ": must be"), std::string::npos)
+          << verb << " " << flag << ": " << o.err;
+    }
+  }
+}
+
+// `gradex train`'s workload flags are checked by the reader of a
+// scenario's "workload": out of range, refused naming the flag (--lr -1 and
+// --lr 0 trained at the optimizer's default rate before).
+TEST_F(BadInput, TrainFlagsAreCheckedAsTheWorkloadsFieldsAre) {
+  const std::string trace = (dir_ / "t.json").string();
+  const std::vector<std::string> cases = {
+      "--lr -1", "--lr 0", "--epochs 0", "--max-steps 0", "--batch 0", "--momentum 1.5",
+      "--trace-steps 0 --trace " + trace, "--staleness -1 --consistency ssp",
+      "--fwd-ms -1 --profile resnet50", "--param-scale 0 --profile resnet50"};
+  for (const std::string& flags : cases) {
+    const Outcome o = gradex("train -w 1 " + flags);
+    EXPECT_EQ(o.code, 2) << flags << ": " << o.output();
+    const std::string name = flags.substr(0, flags.find(' '));
+    EXPECT_NE(o.err.find("error: " + name + ": must be"), std::string::npos) << flags << ": " << o.err;
+    EXPECT_EQ(o.out.find("epoch"), std::string::npos) << flags << ": trained: " << o.out;
+  }
+  EXPECT_FALSE(fs::exists(trace));
 }
 
 // A message the slowest allowed link delivers in 65 s, with a 1 s timeout:
