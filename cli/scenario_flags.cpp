@@ -6,6 +6,7 @@
 
 #include "common/errors.h"
 #include "config/json_file.h"
+#include "config/repeats.h"
 #include "config/scenario.h"
 #include "config/sweeps.h"
 #include "runner/output_paths.h"
@@ -189,6 +190,9 @@ RunPlan plan_with_overrides(const ScenarioFlags& flags, Scenario s) {
   // that the file there re-runs the plan that ran.
   nlohmann::json& source = s.source;
   if (!flags.schemes.empty()) {
+    if (const auto r = first_repeat(flags.schemes)) {
+      throw ConfigError("--schemes", "gives '" + flags.schemes[r->first] + "' twice");
+    }
     s.schemes = flags.schemes;
     s.all_schemes = false;
     for (const auto& name : s.schemes) find_scheme(name, "--schemes");
@@ -220,6 +224,9 @@ RunPlan plan_with_overrides(const ScenarioFlags& flags, Scenario s) {
         throw ConfigError("--workers", "must be between 1 and " + std::to_string(most) +
                                            (s.transport == "sim" ? "" : " (more on --transport sim)"));
       }
+    }
+    if (const auto r = first_repeat(flags.workers)) {
+      throw ConfigError("--workers", "gives " + std::to_string(flags.workers[r->first]) + " twice");
     }
     s.workers = flags.workers;
     source["workers"] = flags.workers;

@@ -10,6 +10,7 @@
 #include "config/json_reader.h"
 #include "config/link_presets.h"
 #include "config/node_presets.h"
+#include "config/repeats.h"
 #include "transport/options.h"
 
 namespace gradex {
@@ -39,6 +40,7 @@ std::vector<int> read_workers(const nlohmann::json* v, const std::string& field)
     if (v->empty()) throw ConfigError(field, "expected at least one worker count");
     std::vector<int> out;
     for (std::size_t i = 0; i < v->size(); ++i) out.push_back(one((*v)[i], field + "/" + std::to_string(i)));
+    refuse_repeats(out, field);
     return out;
   }
   return {one(*v, field)};
@@ -55,6 +57,7 @@ std::vector<std::size_t> read_sizes(JsonReader& root) {
     for (std::size_t i = 0; i < v->size(); ++i) {
       sizes.push_back(read_size((*v)[i], field + "/" + std::to_string(i)));
     }
+    refuse_repeats(sizes, field);  // 4096 and "4KiB" too
     return sizes;
   }
   JsonReader sweep(*v, field);
@@ -249,6 +252,7 @@ Scenario parse_scenario(const nlohmann::json& document) {
       }
       s.schemes.push_back(e.get<std::string>());
     }
+    refuse_repeats(s.schemes, "/schemes");
   } else {
     throw ConfigError("/schemes", "expected \"all\" or a non-empty list of scheme names");
   }

@@ -1,6 +1,7 @@
 #include "config/sweeps.h"
 
 #include "common/errors.h"
+#include "config/repeats.h"
 
 namespace gradex {
 
@@ -55,6 +56,7 @@ std::vector<SweepPoint> expand_sweeps(const nlohmann::json& document) {
       const nlohmann::json& v = document.at(p);
       if (!v.is_array()) continue;
       if (v.empty()) throw ConfigError(field, "an empty list sweeps nothing: give values or a single value");
+      refuse_repeats(v, field);
       points *= v.size();
       if (points > kMaxSweepPoints) {
         throw ConfigError(field, "the sweeps make more than " + std::to_string(kMaxSweepPoints) +

@@ -97,6 +97,22 @@ TEST_F(BadInput, EveryFieldFlagOutOfRangeIsRefusedNamingTheFlag) {
   }
 }
 
+// An entry of a list that repeats an earlier one would run the same
+// thing twice and write its rows twice (4096 and "4KiB" are one size).
+TEST_F(BadInput, AListThatRepeatsAnEntryNamesTheRepeat) {
+  expect_refused(R"({"name": "x", "workers": [2, 4, 2], "sizes": [4096]})", "/workers/2");
+  expect_refused(R"({"name": "x", "workers": 2, "sizes": [4096, "4KiB"]})", "/sizes/1");
+  expect_refused(R"({"name": "x", "workers": 2, "sizes": [4096], "schemes": ["ring", "tree", "ring"]})",
+                 "/schemes/2");
+  expect_refused(R"({"name": "x", "workers": 2, "sizes": [4096], "schemes": ["ps"], "ps": {"servers": [1, 1]}})",
+                 "/ps/servers/1");
+  for (const char* flags : {"-n 2,2 -s ring", "-n 2 -s ring,ring"}) {
+    const Outcome o = gradex(std::string("simulate -b 1KiB --no-output ") + flags);
+    EXPECT_EQ(o.code, 2) << flags << ": " << o.output();
+    EXPECT_NE(o.err.find("twice"), std::string::npos) << flags << ": " << o.err;
+  }
+}
+
 // `gradex train`'s workload flags are checked by the reader of a
 // scenario's "workload": out of range, refused naming the flag (--lr -1 and
 // --lr 0 trained at the optimizer's default rate before).
