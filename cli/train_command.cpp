@@ -192,9 +192,9 @@ void refuse_flags_that_do_not_apply(const TrainFlags& f, const CLI::App& cmd) {
     throw ConfigError("--servers", "applies to the ps schemes and --consistency only");
   }
   if (given("--ranks-per-node") && !given("--link-gbps") &&
-      !some_scheme([](const std::string& s) { return s == "hierarchical"; })) {
-    throw ConfigError("--ranks-per-node",
-                      "applies to hierarchical and to shaped links (--link-gbps) only");
+      !some_scheme([](const std::string& s) { return find_scheme(s, "--scheme").reads_ranks_per_node; })) {
+    throw ConfigError("--ranks-per-node", "applies to shaped links (--link-gbps) and to the "
+                                          "schemes built on nodes (" + node_scheme_names() + ") only");
   }
   for (const char* flag : {"--bucket-mb", "--first-bucket-mb"}) {
     if (given(flag) && f.zero == 3) {

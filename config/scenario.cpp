@@ -226,6 +226,7 @@ Scenario parse_scenario(const nlohmann::json& document) {
   s.description = root.string("description", "");
   s.workers = read_workers(root.find("workers"), "/workers");
   s.ranks_per_node = static_cast<int>(root.integer("ranks_per_node", 1, 1, kMaxRealRanks));
+  s.ranks_per_node_given = root.has("ranks_per_node");
   s.transport = root.string("transport", std::string(kTransportNames[0]));
   if (std::find(std::begin(kAllTransportNames), std::end(kAllTransportNames), s.transport) ==
       std::end(kAllTransportNames)) {

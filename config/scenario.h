@@ -83,6 +83,7 @@ struct Scenario {
   bool ps_servers_given = false;  // ps.servers (or --servers) was written
   bool segment_given = false;     // segment_bytes (or --segment) was written
   bool inter_given = false;       // hierarchical.inter was written
+  bool ranks_per_node_given = false;  // ranks_per_node (or --ranks-per-node) was written
   // The last worker starts every timed iteration (every training step)
   // this many milliseconds late: a straggler, on its rank's clock.
   double straggler_ms = 0;

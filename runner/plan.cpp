@@ -278,6 +278,17 @@ RunPlan plan_runs(Scenario scenario) {
                       "applies to in_network_hierarchical, in_network_tree, and in_network on "
                       "one node without network.switch: this scenario runs none of them");
   }
+  // Nodes of consecutive ranks decide which ports a message crosses on a
+  // shaped network, and how the schemes built on nodes group their ranks;
+  // unshaped, nothing else reads them.
+  if (scenario.ranks_per_node_given && !scenario.network.shaped &&
+      std::none_of(plan.runs.begin(), plan.runs.end(), [](const PlannedRun& r) {
+        return find_scheme(r.scheme).reads_ranks_per_node;
+      })) {
+    throw ConfigError("/ranks_per_node", "applies to a shaped network (\"network\") and to the "
+                                         "schemes built on nodes (" + node_scheme_names() +
+                                         "): this scenario has neither");
+  }
   // A field only some schemes read, given where none of them runs.
   const auto given = [&](std::string_view pointer) {
     if (pointer == "/segment_bytes") return scenario.segment_given;

@@ -29,10 +29,11 @@ std::vector<SchemeEntry> build_registry() {
   std::vector<SchemeEntry> r;
   r.push_back({"ring", "ring all-reduce: reduce-scatter + all-gather, pipelined in segments",
                plain<RingScheme>()});
-  r.push_back({"rail_rings",
-               "NCCL's rings across nodes: one per GPU of a node on its own part of the buffer, "
-               "each leaving the nodes from another GPU, so every NIC carries one ring",
-               plain<RailRingsScheme>()});
+  r.push_back({.name = "rail_rings",
+               .summary = "NCCL's rings across nodes: one per GPU of a node on its own part of the "
+                          "buffer, each leaving the nodes from another GPU, so every NIC carries one ring",
+               .make = plain<RailRingsScheme>(),
+               .reads_ranks_per_node = true});
   r.push_back({"tree", "double binary tree all-reduce (NCCL): half the buffer per tree, pipelined",
                plain<TreeScheme>()});
   r.push_back({"halving_doubling",
@@ -50,7 +51,8 @@ std::vector<SchemeEntry> build_registry() {
                        return make_scheme(name, inner);
                      });
                },
-               .reads_hierarchical_inter = true});
+               .reads_hierarchical_inter = true,
+               .reads_ranks_per_node = true});
   r.push_back({.name = "ps",
                .summary = "parameter server on dedicated endpoints: shards pushed, summed, pulled",
                .make = [](SchemeOptions o) {
@@ -83,22 +85,25 @@ std::vector<SchemeEntry> build_registry() {
                  return std::make_unique<ParameterServerScheme>(o, /*pipelined=*/true,
                                                                 /*in_network=*/true);
                }});
-  r.push_back({"in_network_hierarchical",
-               "in-network reduction at two levels (NVLS inside each node, SHARP across the "
-               "nodes): a node's switch sums its GPUs, a switch between the nodes sums each "
-               "GPU's share of that across them, and the node's switch spreads the result",
-               [](SchemeOptions o) {
+  r.push_back({.name = "in_network_hierarchical",
+               .summary = "in-network reduction at two levels (NVLS inside each node, SHARP across "
+                          "the nodes): a node's switch sums its GPUs, a switch between the nodes "
+                          "sums each GPU's share of that across them, and the node's switch "
+                          "spreads the result",
+               .make = [](SchemeOptions o) {
                  return std::make_unique<InNetworkHierarchicalScheme>(
                      o, InNetworkHierarchicalScheme::Across::reducing_switch);
-               }});
-  r.push_back({"in_network_tree",
-               "NCCL's NVLSTree: a node's switch sums its GPUs (NVLS), each GPU carries a G-th of "
-               "that across the nodes on a double binary tree of its rail, and the node's switch "
-               "spreads the result; no switch between the nodes",
-               [](SchemeOptions o) {
+               },
+               .reads_ranks_per_node = true});
+  r.push_back({.name = "in_network_tree",
+               .summary = "NCCL's NVLSTree: a node's switch sums its GPUs (NVLS), each GPU carries "
+                          "a G-th of that across the nodes on a double binary tree of its rail, and "
+                          "the node's switch spreads the result; no switch between the nodes",
+               .make = [](SchemeOptions o) {
                  return std::make_unique<InNetworkHierarchicalScheme>(
                      o, InNetworkHierarchicalScheme::Across::tree);
-               }});
+               },
+               .reads_ranks_per_node = true});
   r.push_back({.name = "ps_colocated",
                .summary = "parameter server with its servers spread over the workers",
                .make = [](SchemeOptions o) {
@@ -117,7 +122,8 @@ std::vector<SchemeEntry> build_registry() {
                "model's pick on a modelled network, else each measured once per size",
                .make = [](const SchemeOptions& o) { return std::make_unique<AutoScheme>(o); },
                .reads_ps_servers = true,
-               .reads_hierarchical_inter = true});
+               .reads_hierarchical_inter = true,
+               .reads_ranks_per_node = true});
   for (BaselineScheme& b : mpi_baselines()) {
     r.push_back({std::move(b.name), std::move(b.summary), std::move(b.make), /*baseline=*/true,
                  &mpi_job_active, "",
@@ -163,6 +169,14 @@ std::string scheme_readers(const SchemeField& field) {
     if (field.reads(e, *e.make(probe))) readers += (readers.empty() ? "" : ", ") + e.name;
   }
   return readers;
+}
+
+std::string node_scheme_names() {
+  std::string names;
+  for (const SchemeEntry& e : scheme_registry()) {
+    if (!e.baseline && e.reads_ranks_per_node) names += (names.empty() ? "" : ", ") + e.name;
+  }
+  return names;
 }
 
 std::vector<std::string> portable_scheme_names() {

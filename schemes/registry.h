@@ -35,6 +35,9 @@ struct SchemeEntry {
   bool reads_ps_servers = false;
   // Whether hierarchical.inter sets the algorithm it runs across nodes.
   bool reads_hierarchical_inter = false;
+  // Whether ranks_per_node groups its ranks (a scheme built on nodes);
+  // on a shaped network it decides every scheme's ports besides.
+  bool reads_ranks_per_node = false;
 };
 
 const std::vector<SchemeEntry>& scheme_registry();
@@ -75,5 +78,8 @@ const std::vector<SchemeField>& scheme_fields();
 // The registered portable schemes that read `field`, in registry order,
 // comma-separated (each made with 4 workers to ask).
 std::string scheme_readers(const SchemeField& field);
+// The registered portable schemes built on nodes (reads_ranks_per_node),
+// comma-separated.
+std::string node_scheme_names();
 
 }  // namespace gradex

@@ -113,6 +113,20 @@ TEST_F(BadInput, AListThatRepeatsAnEntryNamesTheRepeat) {
   }
 }
 
+// Nodes of consecutive ranks matter to a shaped network and to the schemes
+// built on nodes; a ring on an unshaped one reads nothing of them.
+TEST_F(BadInput, RanksPerNodeWhereNothingReadsThemIsRefused) {
+  expect_refused(R"({"name": "x", "workers": 4, "sizes": [4096], "ranks_per_node": 2, "schemes": ["ring", "ps"]})",
+                 "/ranks_per_node");
+  const Outcome flag = gradex("simulate -s tree -n 4 -b 1KiB --ranks-per-node 2 --no-output");
+  EXPECT_EQ(flag.code, 2) << flag.output();
+  EXPECT_NE(flag.err.find("--ranks-per-node: applies to a shaped network"), std::string::npos) << flag.err;
+  for (const char* fine : {"-s ring,hierarchical", "-s ring --link 1GB/s"}) {
+    const Outcome o = gradex(std::string("simulate -n 4 -b 1KiB --ranks-per-node 2 --no-output ") + fine);
+    EXPECT_EQ(o.code, 0) << fine << ": " << o.output();
+  }
+}
+
 // `gradex train`'s workload flags are checked by the reader of a
 // scenario's "workload": out of range, refused naming the flag (--lr -1 and
 // --lr 0 trained at the optimizer's default rate before).

@@ -173,7 +173,7 @@ TEST_F(TrainCli, FlagsThatDoNotApplyAreRefused) {
            {"-s ring --zero --unit-mb 2", "--unit-mb: applies under --zero=3 only"},
            {"-s ring --zero=1", "--zero: stage 1 is not run"},
            {"-s ring -s tree --servers 2", "--servers: applies to the ps schemes and --consistency only"},
-           {"-s ring --ranks-per-node 2", "--ranks-per-node: applies to hierarchical and to shaped links"}}) {
+           {"-s ring --ranks-per-node 2", "--ranks-per-node: applies to shaped links (--link-gbps) and to the schemes built on nodes"}}) {
     const Outcome o = run(data + flags);
     EXPECT_EQ(o.code, 2) << flags;
     EXPECT_NE(o.err.find(named), std::string::npos) << flags << ": " << o.err;
