@@ -228,7 +228,7 @@ void refuse_flags_that_do_not_apply(const TrainFlags& f, const CLI::App& cmd) {
 // The flags given are read as a scenario's "workload" with the same keys
 // would be, by the one reader of those fields (config/workload.h): a value
 // out of its field's range is refused naming the flag, where CLI11 alone
-// took --lr -1 or --train-samples 0 as "not given".
+// let --lr -1 through to train at the optimizer's default rate.
 void check_as_a_workload(const TrainWorkload& w, const CLI::App& cmd) {
   nlohmann::json doc = {{"kind", "train"}};
   const auto put = [&](const std::string& key, const auto& value) {
@@ -261,8 +261,8 @@ void check_as_a_workload(const TrainWorkload& w, const CLI::App& cmd) {
     parse_workload(doc, "");
   } catch (const ConfigError& e) {
     // "/lr", or "/consistency/1" for one element of a list.
-    std::string key = e.field().substr(1);
-    key = key.substr(0, key.find('/'));
+    if (e.field().size() < 2 || e.field()[0] != '/') throw;
+    const std::string key = e.field().substr(1, e.field().find('/', 1) - 1);
     throw ConfigError(flag_of(key), e.reason());
   }
 }
